@@ -126,3 +126,6 @@ func (r *Registry) Client(t Type) (Client, bool) {
 	c, ok := r.clients[t]
 	return c, ok
 }
+
+// NewRegistryOf builds a registry from explicit clients (tests, embedding).
+func NewRegistryOf(clients map[Type]Client) *Registry { return &Registry{clients: clients} }
