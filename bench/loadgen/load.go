@@ -52,6 +52,34 @@ type Result struct {
 	KiBPerStream float64 `json:"kib_per_stream,omitempty"`
 }
 
+// writeSummary is the one progress line printed beside -json output.
+func (r *Result) writeSummary(w io.Writer) {
+	name := r.Name
+	if name == "" {
+		name = r.Mode
+	}
+	switch {
+	case r.Hold > 0:
+		fmt.Fprintf(w, "  %-14s %d/%d held, %.1f KiB/stream (RSS %.1f -> %.1f MiB), %d errors, %d non-2xx\n",
+			name, r.HeldAtEnd, r.Hold, r.KiBPerStream, float64(r.RSSBeforeKiB)/1024, float64(r.RSSHeldKiB)/1024, r.Errors, r.Non2xx)
+	default:
+		fmt.Fprintf(w, "  %-14s %8.0f req/s  p50 %.3f  p99 %.3f ms", name, r.RPS, r.P50ms, r.P99ms)
+		if r.TTFBP50ms > 0 && r.TTFBP50ms != r.P50ms {
+			fmt.Fprintf(w, "  first chunk p50 %.3f p99 %.3f ms", r.TTFBP50ms, r.TTFBP99ms)
+		}
+		if r.CPUusPerReq > 0 {
+			fmt.Fprintf(w, "  %.0f us CPU/req", r.CPUusPerReq)
+		}
+		fmt.Fprintf(w, "  %d errors, %d non-2xx\n", r.Errors, r.Non2xx)
+	}
+	if r.FirstError != "" {
+		fmt.Fprintf(w, "  %-14s first error: %s\n", "", r.FirstError)
+	}
+	if r.FirstNon2xx != 0 {
+		fmt.Fprintf(w, "  %-14s first non-2xx status: %d\n", "", r.FirstNon2xx)
+	}
+}
+
 func (r *Result) writeText(w io.Writer) {
 	fmt.Fprintf(w, "%s: %d requests in %.1fs = %.0f req/s, %d errors, %d non-2xx\n",
 		r.Mode, r.Requests, r.DurationS, r.RPS, r.Errors, r.Non2xx)

@@ -67,8 +67,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if cfg.JSON {
-		enc := json.NewEncoder(stdout)
-		return enc.Encode(res)
+		res.writeSummary(stderr)
+		return json.NewEncoder(stdout).Encode(res)
 	}
 	res.writeText(stdout)
 	return nil
