@@ -5,10 +5,12 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log"
 	"net"
 	"net/http"
@@ -65,6 +67,34 @@ func run(args []string) error {
 	return nil
 }
 
+// maxBody matches the gateway's default server.max_body_bytes.
+const maxBody = 10 << 20
+
+// bufferBody reads the whole request body before proxying. Without it, a
+// streamed answer is sometimes cut: once the proxy writes the response headers
+// the HTTP/1 server closes the unread inbound body, the outbound transport's
+// final read of that body fails, and it tears down the upstream connection
+// mid-stream (golang/go#40747). The gateway reads every body whole anyway, so
+// this keeps the baseline honest rather than flattering it.
+func bufferBody(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Body != nil && r.Body != http.NoBody {
+			n := r.ContentLength
+			if n < 0 || n > maxBody {
+				n = 512
+			}
+			buf := bytes.NewBuffer(make([]byte, 0, n))
+			if _, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, maxBody)); err != nil {
+				http.Error(w, "reading request body: "+err.Error(), http.StatusBadRequest)
+				return
+			}
+			r.Body = io.NopCloser(bytes.NewReader(buf.Bytes()))
+			r.ContentLength = int64(buf.Len())
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
 func newServer(addr string, upstream *url.URL, conns int) (*http.Server, error) {
 	p := httputil.NewSingleHostReverseProxy(upstream)
 	p.FlushInterval = -1
@@ -78,7 +108,7 @@ func newServer(addr string, upstream *url.URL, conns int) (*http.Server, error) 
 	p.ErrorLog = log.New(os.Stderr, "bareproxy: ", log.LstdFlags)
 	return &http.Server{
 		Addr:              addr,
-		Handler:           p,
+		Handler:           bufferBody(p),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       120 * time.Second,
 	}, nil
