@@ -168,7 +168,6 @@ gateway() {
 	local name=$1 driver=$2 dsn=$3 key pid rc=0
 	log "(c) gateway, $driver"
 	GATEWAY_SERVER_PORT=$GW_PORT \
-		GATEWAY_SERVER_HOST=127.0.0.1 \
 		GATEWAY_DATABASE_DRIVER=$driver \
 		GATEWAY_DATABASE_DSN=$dsn \
 		GATEWAY_ADMIN_MASTER_KEY=$MASTER \
