@@ -77,28 +77,24 @@ stop_pid() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-read -r MOCK_PORT SLOW_PORT BARE_PORT BARE_SLOW_PORT GW_PORT < <("$LG" freeport -n 5)
+read -r MOCK_PORT BARE_PORT GW_PORT < <("$LG" freeport -n 3)
 
 # ---------------------------------------------------------------- upstreams
-# Two mock instances: a fast one for the request/latency runs and a slow
-# streaming one for the held-stream (RSS) runs.
-log "starting mock upstreams on 127.0.0.1:$MOCK_PORT (fast) and :$SLOW_PORT (slow streams)"
-"$BIN/mockupstream" --addr "127.0.0.1:$MOCK_PORT" >"$WORK/mock.log" 2>&1 &
+log "starting the mock upstream on 127.0.0.1:$MOCK_PORT and the bare proxy on :$BARE_PORT"
+"$BIN/mockupstream" --addr "127.0.0.1:$MOCK_PORT" ${MOCK_EXTRA_FLAGS:-} >"$WORK/mock.log" 2>&1 &
 MOCK_PID=$!
 PIDS+=("$MOCK_PID")
-"$BIN/mockupstream" --addr "127.0.0.1:$SLOW_PORT" ${MOCK_SLOW_FLAGS:-} >"$WORK/mock-slow.log" 2>&1 &
-PIDS+=("$!")
 "$BIN/bareproxy" -addr "127.0.0.1:$BARE_PORT" -upstream "http://127.0.0.1:$MOCK_PORT" >"$WORK/bare.log" 2>&1 &
 BARE_PID=$!
 PIDS+=("$BARE_PID")
-"$BIN/bareproxy" -addr "127.0.0.1:$BARE_SLOW_PORT" -upstream "http://127.0.0.1:$SLOW_PORT" >"$WORK/bare-slow.log" 2>&1 &
-BARE_SLOW_PID=$!
-PIDS+=("$BARE_SLOW_PID")
 
 CHAT=/v1/chat/completions
-body() { # body MODEL [stream]
+# The mock takes per-request directives in the model name: SLOW_MODEL streams
+# 300 one-word chunks 200 ms apart (60 s), long enough to hold streams open.
+SLOW_MODEL="$MODEL+chunks-300+gap-200"
+body() { # body MODEL [stream [MAX_TOKENS]]
 	if [[ ${2:-} == stream ]]; then
-		printf '{"model":"%s","messages":[{"role":"user","content":"Hello"}],"max_tokens":16,"stream":true}' "$1"
+		printf '{"model":"%s","messages":[{"role":"user","content":"Hello"}],"max_tokens":%s,"stream":true}' "$1" "${3:-16}"
 	else
 		printf '{"model":"%s","messages":[{"role":"user","content":"Hello"}],"max_tokens":16}' "$1"
 	fi
@@ -124,7 +120,6 @@ wait_mock() { # wait_mock PORT LOG
 	return 1
 }
 wait_mock "$MOCK_PORT" "$WORK/mock.log" || die "mock upstream failed"
-wait_mock "$SLOW_PORT" "$WORK/mock-slow.log" || die "slow mock upstream failed"
 wait_mock "$BARE_PORT" "$WORK/bare.log" || die "bare proxy failed"
 
 # ---------------------------------------------------------------- measuring
@@ -149,7 +144,7 @@ memory() {
 		-c 4 -duration 2s -warmup 0s -json >/dev/null 2>&1 || return 1
 	sleep 2
 	"$LG" rss -pid "$pid" >"$WORK/$name-idle.json" || return 1
-	"$LG" -name "$name-hold" -url "$base$CHAT" -header "Authorization: Bearer $auth" -body "$(body "$slow" stream)" \
+	"$LG" -name "$name-hold" -url "$base$CHAT" -header "Authorization: Bearer $auth" -body "$(body "$slow" stream 1000)" \
 		-hold "$HOLD" -holdfor "$HOLDFOR" -timeout 30s -pid "$pid" -json >"$WORK/$name-hold.json" || return 1
 	sleep 1
 }
@@ -158,9 +153,7 @@ log "(a) direct to the mock"
 suite direct "http://127.0.0.1:$MOCK_PORT" "$MODEL" "$MOCK_KEY" "$MOCK_PID" || die "direct runs failed"
 
 log "(b) bare httputil reverse proxy"
-memory bare-slow "http://127.0.0.1:$BARE_SLOW_PORT" "$MODEL" "$MODEL" "$MOCK_KEY" "$BARE_SLOW_PID" || die "bare proxy memory runs failed"
-mv "$WORK/bare-slow-idle.json" "$WORK/bare-idle.json"
-mv "$WORK/bare-slow-hold.json" "$WORK/bare-hold.json"
+memory bare "http://127.0.0.1:$BARE_PORT" "$MODEL" "$SLOW_MODEL" "$MOCK_KEY" "$BARE_PID" || die "bare proxy memory runs failed"
 suite bare "http://127.0.0.1:$BARE_PORT" "$MODEL" "$MOCK_KEY" "$BARE_PID" || die "bare proxy runs failed"
 
 # gateway NAME DRIVER DSN: start, configure through the admin API, measure, stop.
@@ -183,7 +176,7 @@ gateway() {
 	fi
 	if ! key=$("$LG" setup -admin "http://127.0.0.1:$GW_PORT" -master "$MASTER" \
 		-upstream "http://127.0.0.1:$MOCK_PORT/v1" -upstream-key "$MOCK_KEY" \
-		-slow-upstream "http://127.0.0.1:$SLOW_PORT/v1" -model "$MODEL"); then
+		-model "$MODEL" -slow-model "$SLOW_MODEL"); then
 		stop_pid "$pid"
 		echo "admin API setup failed" >"$WORK/$name-skipped.txt"
 		return 1

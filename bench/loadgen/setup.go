@@ -25,7 +25,7 @@ func runSetup(args []string, stdout io.Writer) error {
 	master := fs.String("master", "sk-admin-bench", "admin master key")
 	upstream := fs.String("upstream", "", "provider api_base, e.g. http://127.0.0.1:9000/v1 (required)")
 	upKey := fs.String("upstream-key", "sk-mock", "provider api_key")
-	slowUpstream := fs.String("slow-upstream", "", "optional second api_base (slow streams): provider <provider>-slow, alias <alias>-slow")
+	slowModel := fs.String("slow-model", "", "optional upstream model of a second alias <alias>-slow (e.g. a slow-stream directive model)")
 	provider := fs.String("provider", "mock", "provider name")
 	alias := fs.String("alias", "bench-model", "alias name")
 	model := fs.String("model", "gpt-4o-mini", "upstream model of the alias")
@@ -67,23 +67,23 @@ func runSetup(args []string, stdout io.Writer) error {
 		}
 		return out, nil
 	}
-	route := func(provider, apiBase, alias string) error {
-		if _, err := post("/admin/providers", map[string]any{
-			"name": provider, "type": "openai", "api_base": apiBase, "api_key": *upKey,
-		}, true); err != nil {
-			return err
-		}
+	if _, err := post("/admin/providers", map[string]any{
+		"name": *provider, "type": "openai", "api_base": *upstream, "api_key": *upKey,
+	}, true); err != nil {
+		return err
+	}
+	aliasTo := func(alias, model string) error {
 		_, err := post("/admin/models/aliases", map[string]any{
-			"alias": alias, "provider": provider, "model": *model, "routing_type": "simple",
+			"alias": alias, "provider": *provider, "model": model, "routing_type": "simple",
 			"input_price_per_1k": 0.00015, "output_price_per_1k": 0.0006,
 		}, true)
 		return err
 	}
-	if err := route(*provider, *upstream, *alias); err != nil {
+	if err := aliasTo(*alias, *model); err != nil {
 		return err
 	}
-	if *slowUpstream != "" {
-		if err := route(*provider+"-slow", *slowUpstream, *alias+"-slow"); err != nil {
+	if *slowModel != "" {
+		if err := aliasTo(*alias+"-slow", *slowModel); err != nil {
 			return err
 		}
 	}
