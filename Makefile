@@ -1,0 +1,62 @@
+# LLM gateway — `make help` lists the targets.
+SHELL := /bin/bash
+GO ?= go
+BIN := bin/gateway
+CONFIG ?= config.yaml
+TEST_TIMEOUT ?= 10m
+# PostgreSQL the tests use; they skip its variant when it is not reachable.
+GATEWAY_TEST_POSTGRES_DSN ?= host=127.0.0.1 user=postgres dbname=test sslmode=disable
+export GATEWAY_TEST_POSTGRES_DSN
+# Fuzz targets as "package:FuzzName"; every engineer adds theirs here.
+FUZZ_TARGETS ?=
+FUZZ_TIME ?= 10s
+BENCH ?= .
+
+.DEFAULT_GOAL := help
+
+.PHONY: help
+help: ## list the targets
+	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  \033[36m%-8s\033[0m %s\n", $$1, $$2}'
+
+.PHONY: build
+build: ## build bin/gateway
+	$(GO) build -o $(BIN) .
+
+.PHONY: run
+run: build ## build and start on :8080 with SQLite (gateway.db) from config.yaml
+	./$(BIN) --config $(CONFIG)
+
+.PHONY: test
+test: ## run every test with -race, on SQLite and (when reachable) PostgreSQL
+	$(GO) test -race -timeout $(TEST_TIMEOUT) ./...
+
+.PHONY: test-sqlite
+test-sqlite: ## run every test on SQLite only (skip the PostgreSQL variants)
+	GATEWAY_TEST_POSTGRES_DSN=off $(GO) test -race -timeout $(TEST_TIMEOUT) ./...
+
+.PHONY: lint
+lint: ## go vet and gofmt
+	$(GO) vet ./...
+	@out="$$(gofmt -l .)"; if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+.PHONY: fuzz
+fuzz: ## run each FUZZ_TARGETS entry (pkg:FuzzName) for FUZZ_TIME
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; name=$${t##*:}; \
+		echo "== $$pkg $$name"; \
+		$(GO) test -run '^$$' -fuzz "^$$name$$" -fuzztime $(FUZZ_TIME) $$pkg; \
+	done
+
+.PHONY: bench
+bench: ## run benchmarks (BENCH=regexp)
+	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem ./...
+
+.PHONY: cover
+cover: ## test coverage report (coverage.html)
+	$(GO) test -timeout $(TEST_TIMEOUT) -coverpkg=./... -coverprofile=coverage.out ./...
+	$(GO) tool cover -func=coverage.out | tail -1
+	$(GO) tool cover -html=coverage.out -o coverage.html
+
+.PHONY: clean
+clean: ## remove build output and coverage files
+	rm -rf bin coverage.out coverage.html
