@@ -211,6 +211,8 @@ func runSuite(t *testing.T, newTracker factory) {
 	})
 }
 
+var reqSeq atomic.Int64 // request ids unique across calls sharing a store
+
 func concurrentReserve(t *testing.T, ts []Tracker, n int, scopes []Scope, estimate float64) int {
 	t.Helper()
 	var ok atomic.Int64
@@ -219,7 +221,7 @@ func concurrentReserve(t *testing.T, ts []Tracker, n int, scopes []Scope, estima
 	for i := range n {
 		wg.Go(func() {
 			<-start
-			err := ts[i%len(ts)].Reserve(context.Background(), fmt.Sprint("req-", i), scopes, estimate)
+			err := ts[i%len(ts)].Reserve(context.Background(), fmt.Sprint("req-", reqSeq.Add(1)), scopes, estimate)
 			var ae *apierr.Error
 			switch {
 			case err == nil:
