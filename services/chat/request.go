@@ -131,7 +131,7 @@ func DecodeRequest(body []byte) (*llm.Request, error) {
 			return nil, apierr.InvalidRequest("Request body must be a JSON object.")
 		}
 		// Only messages is a typed array of objects; find the culprits.
-		messagesBad = markMessages(body, &w, &errs)
+		messagesBad = markMessages(body, &w)
 	}
 	req := &llm.Request{Format: llm.FormatChat}
 
@@ -145,13 +145,13 @@ func DecodeRequest(body []byte) (*llm.Request, error) {
 	default:
 		req.Model = m.V
 	}
-	if !messagesBad {
-		switch {
-		case w.Messages == nil:
-			errs.add("messages", "is required")
-		case len(w.Messages) == 0:
-			errs.add("messages", "must not be empty")
-		}
+	switch {
+	case messagesBad:
+		errs.add("messages", "must be an array")
+	case w.Messages == nil:
+		errs.add("messages", "is required")
+	case len(w.Messages) == 0:
+		errs.add("messages", "must not be empty")
 	}
 	req.Messages, req.System = decodeMessages(w.Messages, &errs)
 
@@ -199,7 +199,7 @@ func DecodeRequest(body []byte) (*llm.Request, error) {
 // markMessages runs only for a body with a type error: encoding/json has
 // filled everything else as best it could, and this finds which part of
 // messages was not an array of objects.
-func markMessages(body []byte, w *wireRequest, errs *fieldErrs) (bad bool) {
+func markMessages(body []byte, w *wireRequest) (notArray bool) {
 	var probe struct {
 		Messages json.RawMessage `json:"messages"`
 	}
@@ -209,7 +209,6 @@ func markMessages(body []byte, w *wireRequest, errs *fieldErrs) (bad bool) {
 	}
 	var elems []json.RawMessage
 	if probe.Messages[0] != '[' || json.Unmarshal(probe.Messages, &elems) != nil {
-		errs.add("messages", "must be an array")
 		w.Messages = nil
 		return true
 	}

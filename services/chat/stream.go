@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/llmgw/gateway/services/apierr"
@@ -112,10 +113,28 @@ func (d *StreamDecoder) fill() error {
 			return io.EOF
 		}
 		if err := d.chunk(sev.Event, data); err != nil {
+			if truncatedJSON(err) {
+				if _, nerr := d.r.Next(); nerr == io.EOF {
+					// The unreadable chunk was the unterminated tail of a cut
+					// body: a broken stream, not a malformed one.
+					if d.finished {
+						d.end()
+						return io.EOF
+					}
+					return io.ErrUnexpectedEOF
+				}
+			}
 			return err
 		}
 	}
 	return nil
+}
+
+// truncatedJSON reports a chunk that ends mid-document, the mark of a body
+// cut inside its last line.
+func truncatedJSON(err error) bool {
+	var se *json.SyntaxError
+	return errors.As(err, &se) && strings.Contains(se.Error(), "unexpected end of JSON input")
 }
 
 func (d *StreamDecoder) push(ev llm.Event) { d.queue = append(d.queue, ev) }
