@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -37,24 +37,28 @@ func testRedis(t *testing.T) *redis.Client {
 }
 
 var (
-	runID       = fmt.Sprintf("%d", time.Now().UnixNano())
-	cleanupOnce sync.Map // prefix → struct{}
+	runID    = fmt.Sprintf("%d", time.Now().UnixNano())
+	prefixes sync.Map // *testing.T → prefix
+	prefixN  atomic.Int64
 )
 
-// testPrefix is unique per test run and test name, so two limiters built in
-// one subtest share their keys and nothing leaks between tests; the keys are
-// deleted when the test ends.
+// testPrefix is unique per test (and per run of it, with -count), and the
+// same for every call within one test, so two instances built in one test
+// share their keys; the keys are deleted when the test ends.
 func testPrefix(t *testing.T, c *redis.Client) string {
-	p := "gwtest:" + runID + ":budget:" + strings.ReplaceAll(t.Name(), " ", "_") + ":"
-	if _, loaded := cleanupOnce.LoadOrStore(p, struct{}{}); !loaded {
-		t.Cleanup(func() {
-			ctx := context.Background()
-			iter := c.Scan(ctx, 0, p+"*", 500).Iterator()
-			for iter.Next(ctx) {
-				c.Del(ctx, iter.Val())
-			}
-		})
+	if p, ok := prefixes.Load(t); ok {
+		return p.(string)
 	}
+	p := fmt.Sprintf("gwtest:%s:budget:%d:", runID, prefixN.Add(1))
+	prefixes.Store(t, p)
+	t.Cleanup(func() {
+		prefixes.Delete(t)
+		ctx := context.Background()
+		iter := c.Scan(ctx, 0, p+"*", 500).Iterator()
+		for iter.Next(ctx) {
+			c.Del(ctx, iter.Val())
+		}
+	})
 	return p
 }
 
