@@ -32,6 +32,9 @@ type Failover struct {
 
 var _ Limiter = (*Failover)(nil)
 
+// FailoverLimiter is the name the design notes use for Failover.
+type FailoverLimiter = Failover
+
 // NewFailover wraps primary. local may be nil (a new Memory is made); onState
 // and clock may be nil.
 func NewFailover(primary Limiter, local *Memory, failOpen bool, onState func(up bool, err error), clock func() time.Time) *Failover {
@@ -72,8 +75,8 @@ func (f *Failover) usePrimary() bool {
 // observe records the primary's answer; it reports whether err is an outage.
 func (f *Failover) observe(err error) bool {
 	outage := isOutage(err)
-	if err != nil && !outage {
-		return false // the primary answered; the caller's problem
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false // the caller gave up: no news about the store // the primary answered; the caller's problem
 	}
 	f.mu.Lock()
 	changed := f.down != outage
