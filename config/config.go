@@ -202,19 +202,23 @@ func EnvVar(key string) string {
 // Default returns the default of key as written in the defaults table.
 func Default(key string) any { return defaults[key] }
 
-// Defaults returns a Config holding only the defaults (tests, embedding).
+// Defaults returns a Config holding only the defaults, ignoring the
+// environment (tests, embedding).
 func Defaults() *Config {
-	c, err := load(newViper())
+	c, err := load(newViper(false))
 	if err != nil {
 		panic("config: defaults do not decode: " + err.Error()) // a programming error
 	}
 	return c
 }
 
-func newViper() *viper.Viper {
+func newViper(env bool) *viper.Viper {
 	v := viper.New()
 	for k, d := range defaults {
 		v.SetDefault(k, d)
+	}
+	if !env {
+		return v
 	}
 	v.SetEnvPrefix(EnvPrefix)
 	v.SetEnvKeyReplacer(strings.NewReplacer(".", "_"))
@@ -226,7 +230,7 @@ func newViper() *viper.Viper {
 // GATEWAY_* environment overrides and validates the result. Every error is one
 // line naming the key.
 func Load(path string) (*Config, error) {
-	v := newViper()
+	v := newViper(true)
 	if path != "" {
 		if _, err := os.Stat(path); err != nil {
 			return nil, fmt.Errorf("config: cannot read %s: %w", path, err)

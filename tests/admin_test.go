@@ -334,7 +334,13 @@ func TestAdminKeys(t *testing.T) {
 		if created["expires_at"] != "2030-01-02T01:04:05Z" || created["enabled"] != true || created["budget_period"] != "monthly" {
 			t.Errorf("create response: %v", created)
 		}
+		if _, ok := created["current_spend"]; ok {
+			t.Error("create response carries current_spend, which is not a stored field")
+		}
 		id := created["id"].(string)
+		if g := env.MustAdmin(200, "GET", "/admin/keys/"+id, nil); g["current_spend"] != 0.0 || g["key_prefix"] != full[:12] {
+			t.Errorf("read: %v", g)
+		}
 
 		// Only the hash is stored.
 		row, err := env.App.Stores.Keys.Get(context.Background(), id)

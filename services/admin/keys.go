@@ -35,6 +35,12 @@ func (in *KeyInput) UnmarshalJSON(b []byte) error {
 
 // Key is a virtual key as reads return it: never the key itself.
 type Key struct {
+	KeyFields
+	CurrentSpend float64 `json:"current_spend"` // in the current budget period
+}
+
+// KeyFields are the stored fields of a key, shared by reads and the create response.
+type KeyFields struct {
 	ID            string     `json:"id"`
 	Name          string     `json:"name"`
 	KeyPrefix     string     `json:"key_prefix"`
@@ -46,15 +52,15 @@ type Key struct {
 	AllowedModels []string   `json:"allowed_models"`
 	ExpiresAt     *time.Time `json:"expires_at"`
 	Enabled       bool       `json:"enabled"`
-	CurrentSpend  float64    `json:"current_spend"`
 	CreatedAt     time.Time  `json:"created_at"`
 	UpdatedAt     time.Time  `json:"updated_at"`
 }
 
 // CreatedKey is the create response: the only time the full key is shown.
+// It carries the stored fields, not current_spend (zero for a new key).
 type CreatedKey struct {
 	FullKey string `json:"key"`
-	Key
+	KeyFields
 }
 
 func (in *KeyInput) check(create bool) error {
@@ -138,16 +144,20 @@ func (s *Service) keyView(ctx context.Context, k *models.APIKey) (Key, error) {
 	if err != nil {
 		return Key{}, apierr.Internal("Could not read the key's spend.").WithCause(err)
 	}
+	return Key{KeyFields: keyFields(k), CurrentSpend: spend}, nil
+}
+
+func keyFields(k *models.APIKey) KeyFields {
 	allowed := k.AllowedModels
 	if allowed == nil {
 		allowed = []string{}
 	}
-	return Key{
+	return KeyFields{
 		ID: k.ID, Name: k.Name, KeyPrefix: k.KeyPrefix, ProjectID: k.ProjectID,
 		RPMLimit: k.RPMLimit, TPMLimit: k.TPMLimit, BudgetLimit: k.BudgetLimit, BudgetPeriod: k.BudgetPeriod,
-		AllowedModels: allowed, ExpiresAt: ptrUTC(k.ExpiresAt), Enabled: k.Enabled, CurrentSpend: spend,
+		AllowedModels: allowed, ExpiresAt: ptrUTC(k.ExpiresAt), Enabled: k.Enabled,
 		CreatedAt: utc(k.CreatedAt), UpdatedAt: utc(k.UpdatedAt),
-	}, nil
+	}
 }
 
 // CreateKey generates a virtual key, stores only its hash and returns the
@@ -170,11 +180,7 @@ func (s *Service) CreateKey(ctx context.Context, in *KeyInput) (*CreatedKey, err
 		return nil, storeErr(err, "key", k.Name)
 	}
 	s.changed()
-	v, err := s.keyView(ctx, k)
-	if err != nil {
-		return nil, err
-	}
-	return &CreatedKey{FullKey: full, Key: v}, nil
+	return &CreatedKey{FullKey: full, KeyFields: keyFields(k)}, nil
 }
 
 // GetKey reads one key (without the key itself).
