@@ -3,6 +3,7 @@ package limits
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 )
@@ -71,4 +72,55 @@ func BenchmarkMemoryReserveSettle(b *testing.B) {
 			_ = m.Settle(ctx, r, 80)
 		}
 	})
+}
+
+// Rules listed in different orders by concurrent requests must not deadlock,
+// and every window must count exactly the requests recorded in it.
+func TestMemoryRuleOrderNoDeadlock(t *testing.T) {
+	m := NewMemory(newClock().Now)
+	a, b, c := keyRule("a", 1<<30, 0), provRule("b", 1<<30, 0), provRule("c", 1<<30, 0)
+	sets := [][]Rule{{a, b}, {b, a}, {c, b, a}, {a, c}, {b, c}}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		var wg sync.WaitGroup
+		for g := range 8 {
+			wg.Go(func() {
+				for i := range 500 {
+					rules := sets[(g+i)%len(sets)]
+					r, _, d, err := m.Reserve(context.Background(), fmt.Sprint(g, "-", i), rules, 1)
+					if err != nil || d != nil {
+						t.Error(d, err)
+						return
+					}
+					if i%3 == 0 {
+						_ = m.Release(context.Background(), r)
+					}
+				}
+			})
+		}
+		wg.Wait()
+	}()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("deadlock")
+	}
+	want := map[string]int64{}
+	for g := range 8 {
+		for i := range 500 {
+			if i%3 == 0 {
+				continue
+			}
+			for _, r := range sets[(g+i)%len(sets)] {
+				want[r.ID]++
+			}
+		}
+	}
+	for _, r := range []Rule{a, b, c} {
+		w := m.window(windowKey(r), false, t0.UnixNano())
+		if w.count != want[r.ID] || w.sum != want[r.ID] {
+			t.Errorf("%s: count %d sum %d, want %d", r.ID, w.count, w.sum, want[r.ID])
+		}
+	}
 }
