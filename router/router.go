@@ -64,7 +64,7 @@ func New(d Deps) *gin.Engine {
 	if d.Metrics != nil {
 		e.GET("/metrics", d.Metrics)
 	}
-	adminRoutes(e.Group("/admin", middleware.BodyLimit(d.MaxBodyBytes), middleware.AdminAuth(d.MasterKey)), d.Admin)
+	adminRoutes(e.Group("/admin", middleware.AdminAuth(d.MasterKey), middleware.BodyLimit(d.MaxBodyBytes)), d.Admin)
 	if d.Items != nil {
 		itemRoutes(e.Group("/items"), d.Items)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -666,4 +667,34 @@ func TestAdminWritesBumpCatalogVersion(t *testing.T) {
 	if v1 != v0+1 {
 		t.Fatalf("version %d → %d", v0, v1)
 	}
+}
+
+// Concurrent admin writes neither fail with "database is locked" on SQLite
+// nor lose a catalog version bump on either database.
+func TestAdminConcurrentWrites(t *testing.T) {
+	testenv.ForEachDB(t, func(t *testing.T, env *testenv.Env) {
+		ctx := context.Background()
+		v0, _ := env.App.Stores.CatalogVersion(ctx)
+		const n = 20
+		errs := make(chan string, n)
+		var wg sync.WaitGroup
+		for i := 0; i < n; i++ {
+			wg.Add(1)
+			go func(i int) {
+				defer wg.Done()
+				resp, raw := env.Admin("POST", "/admin/projects", map[string]any{"name": fmt.Sprintf("c%d", i)})
+				if resp.StatusCode != 201 {
+					errs <- fmt.Sprintf("%d %s", resp.StatusCode, raw)
+				}
+			}(i)
+		}
+		wg.Wait()
+		close(errs)
+		for e := range errs {
+			t.Error(e)
+		}
+		if v1, _ := env.App.Stores.CatalogVersion(ctx); v1 != v0+n {
+			t.Fatalf("version %d → %d after %d writes", v0, v1, n)
+		}
+	})
 }
