@@ -117,7 +117,14 @@ func BenchmarkRedisReserveSettle(b *testing.B) {
 	if err := c.Ping(context.Background()).Err(); err != nil {
 		b.Skip("no Redis:", err)
 	}
-	l := NewRedis(c, "gwbench:"+runID+":", nil)
+	prefix := "gwbench:" + runID + ":"
+	defer func() { // the keys would expire in 70 s; do not leave them that long
+		iter := c.Scan(context.Background(), 0, prefix+"*", 500).Iterator()
+		for iter.Next(context.Background()) {
+			c.Del(context.Background(), iter.Val())
+		}
+	}()
+	l := NewRedis(c, prefix, nil)
 	ctx := context.Background()
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
