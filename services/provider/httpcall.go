@@ -18,8 +18,8 @@ import (
 // Shared header values: assigning a ready slice skips the canonicalisation
 // and allocation of Header.Set on the hot path. net/http never mutates them.
 var (
-	HeaderJSON = []string{"application/json"}
-	HeaderSSE  = []string{"text/event-stream"}
+	headerJSON = []string{"application/json"}
+	headerSSE  = []string{"text/event-stream"}
 )
 
 // Call is one upstream POST.
@@ -49,11 +49,11 @@ func Do(ctx context.Context, hc *http.Client, c Call) (*http.Response, context.C
 	if c.Header != nil {
 		req.Header = c.Header
 	}
-	req.Header["Content-Type"] = HeaderJSON
+	req.Header["Content-Type"] = headerJSON
 	if c.Stream {
-		req.Header["Accept"] = HeaderSSE
+		req.Header["Accept"] = headerSSE
 	} else {
-		req.Header["Accept"] = HeaderJSON
+		req.Header["Accept"] = headerJSON
 	}
 	resp, err := hc.Do(req)
 	if err != nil {

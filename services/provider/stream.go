@@ -42,11 +42,12 @@ type idleBody struct {
 	idle     time.Duration
 	timer    *time.Timer
 	timedOut atomic.Bool
+	stopped  atomic.Bool // Close ran: a racing Read must not re-arm the timer
 }
 
 func (b *idleBody) Read(p []byte) (int, error) {
 	n, err := b.body.Read(p)
-	if n > 0 && b.timer != nil && !b.timedOut.Load() {
+	if n > 0 && b.timer != nil && !b.timedOut.Load() && !b.stopped.Load() {
 		b.timer.Reset(b.idle)
 	}
 	return n, err
@@ -109,6 +110,7 @@ func (s *stream) Next() (llm.Event, error) {
 func (s *stream) Close() error {
 	s.closeOnce.Do(func() {
 		if s.body.timer != nil {
+			s.body.stopped.Store(true)
 			s.body.timer.Stop()
 		}
 		if s.ended.Load() {
