@@ -1,0 +1,347 @@
+package messages
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/json"
+	"reflect"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/llmgw/gateway/services/apierr"
+)
+
+// The helpers in this file are a copy (on purpose, kept in step) of
+// services/chat/wire.go: the format packages are spokes of the canonical hub
+// and never import each other.
+
+// optString is an optional JSON string that never fails the decode: a value
+// of the wrong type sets Bad so validation can report every bad field, not
+// only the first one encoding/json would return. null counts as absent.
+type optString struct {
+	Set, Bad bool
+	V        string
+}
+
+func (o *optString) UnmarshalJSON(b []byte) error {
+	switch b[0] {
+	case 'n':
+		return nil
+	case '"':
+		o.Set = true
+		if bytes.IndexByte(b, '\\') < 0 {
+			o.V = string(b[1 : len(b)-1]) // no escapes: skip a second scan
+			return nil
+		}
+		return json.Unmarshal(b, &o.V)
+	}
+	o.Set, o.Bad = true, true
+	return nil
+}
+
+// optNumber is an optional JSON number (see optString).
+type optNumber struct {
+	Set, Bad bool
+	V        float64
+}
+
+func (o *optNumber) UnmarshalJSON(b []byte) error {
+	if b[0] == 'n' {
+		return nil
+	}
+	o.Set = true
+	if b[0] != '-' && (b[0] < '0' || b[0] > '9') {
+		o.Bad = true
+		return nil
+	}
+	v, err := strconv.ParseFloat(string(b), 64)
+	if err != nil {
+		o.Bad = true // out of float64 range
+	}
+	o.V = v
+	return nil
+}
+
+// optBool is an optional JSON boolean (see optString).
+type optBool struct {
+	Set, Bad bool
+	V        bool
+}
+
+func (o *optBool) UnmarshalJSON(b []byte) error {
+	switch b[0] {
+	case 'n':
+		return nil
+	case 't':
+		o.Set, o.V = true, true
+	case 'f':
+		o.Set = true
+	default:
+		o.Set, o.Bad = true, true
+	}
+	return nil
+}
+
+// isNull reports whether raw is absent or the JSON literal null.
+func isNull(raw json.RawMessage) bool { return len(raw) == 0 || raw[0] == 'n' }
+
+// fieldErrs collects validation failures in body order.
+type fieldErrs []apierr.FieldError
+
+func (e *fieldErrs) add(field, reason string) {
+	*e = append(*e, apierr.FieldError{Field: field, Reason: reason})
+}
+
+// err renders the collected failures as one 400, or nil.
+func (e fieldErrs) err() error {
+	if len(e) == 0 {
+		return nil
+	}
+	msg := "Invalid request: " + e[0].Field + " " + e[0].Reason + "."
+	if len(e) > 1 {
+		msg = "Invalid request: " + e[0].Field + " " + e[0].Reason + " (and " + strconv.Itoa(len(e)-1) + " more invalid fields)."
+	}
+	return apierr.InvalidRequest(msg, e...)
+}
+
+// number validates an optional number against [lo, hi].
+func (e *fieldErrs) number(field string, o optNumber, lo, hi float64) *float64 {
+	if !o.Set {
+		return nil
+	}
+	switch {
+	case o.Bad:
+		e.add(field, "must be a number")
+	case o.V < lo:
+		e.add(field, "must be >= "+strconv.FormatFloat(lo, 'g', -1, 64))
+	case o.V > hi:
+		e.add(field, "must be <= "+strconv.FormatFloat(hi, 'g', -1, 64))
+	default:
+		v := o.V
+		return &v
+	}
+	return nil
+}
+
+// integer validates an optional integer >= lo.
+func (e *fieldErrs) integer(field string, o optNumber, lo int) *int {
+	if !o.Set {
+		return nil
+	}
+	switch {
+	case o.Bad || o.V != float64(int64(o.V)) || o.V > 1<<53:
+		e.add(field, "must be an integer")
+	case o.V < float64(lo):
+		e.add(field, "must be >= "+strconv.Itoa(lo))
+	default:
+		v := int(o.V)
+		return &v
+	}
+	return nil
+}
+
+// typeReason turns a type mismatch from a nested decode into a reason.
+func typeReason(err error) (path, reason string) {
+	te, ok := err.(*json.UnmarshalTypeError)
+	if !ok {
+		return "", "is invalid"
+	}
+	switch te.Type.Kind() {
+	case reflect.Struct, reflect.Map:
+		reason = "must be an object"
+	case reflect.Slice, reflect.Array:
+		reason = "must be an array"
+	case reflect.String:
+		reason = "must be a string"
+	case reflect.Bool:
+		reason = "must be a boolean"
+	default:
+		reason = "must be a number"
+	}
+	return te.Field, reason
+}
+
+// decodeElem decodes one array element into v, reporting a type mismatch at
+// path (plus the nested field encoding/json names).
+func (e *fieldErrs) decodeElem(path string, raw []byte, v any) bool {
+	if err := json.Unmarshal(raw, v); err != nil {
+		sub, reason := typeReason(err)
+		if sub != "" {
+			path += "." + sub
+		}
+		e.add(path, reason)
+		return false
+	}
+	return true
+}
+
+// extras returns the top-level fields of a valid JSON object body whose keys
+// known does not claim, with their raw values (copied). It walks the bytes
+// once instead of decoding the body a second time into a map.
+func extras(body []byte, known func(string) bool) map[string]json.RawMessage {
+	var out map[string]json.RawMessage
+	i := skipWS(body, 0)
+	if i >= len(body) || body[i] != '{' {
+		return nil
+	}
+	i++
+	for {
+		i = skipWS(body, i)
+		if i >= len(body) || body[i] != '"' {
+			return out
+		}
+		ks := i
+		i = skipString(body, i)
+		ke := i
+		key := body[ks+1 : ke-1]
+		i = skipWS(body, i) + 1 // ':'
+		i = skipWS(body, i)
+		vs := i
+		i = skipValue(body, i)
+		if !known(string(key)) {
+			k := string(key)
+			if bytes.IndexByte(key, '\\') >= 0 {
+				_ = json.Unmarshal(body[ks:ke], &k) // escaped key: decode it properly
+			}
+			if !known(k) {
+				if out == nil {
+					out = make(map[string]json.RawMessage, 4)
+				}
+				out[k] = append(json.RawMessage(nil), body[vs:i]...)
+			}
+		}
+		i = skipWS(body, i)
+		if i >= len(body) || body[i] != ',' {
+			return out
+		}
+		i++
+	}
+}
+
+func skipWS(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// skipString returns the index after the string starting at b[i] == '"'.
+func skipString(b []byte, i int) int {
+	i++
+	for i < len(b) {
+		j := bytes.IndexAny(b[i:], "\"\\")
+		if j < 0 {
+			return len(b)
+		}
+		i += j
+		if b[i] == '\\' {
+			i += 2
+			continue
+		}
+		return i + 1
+	}
+	return len(b)
+}
+
+// skipValue returns the index after the value starting at b[i].
+func skipValue(b []byte, i int) int {
+	if i >= len(b) {
+		return i
+	}
+	switch b[i] {
+	case '"':
+		return skipString(b, i)
+	case '{', '[':
+		depth := 0
+		for i < len(b) {
+			switch b[i] {
+			case '"':
+				i = skipString(b, i)
+				continue
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return i + 1
+				}
+			}
+			i++
+		}
+		return i
+	}
+	for i < len(b) && b[i] != ',' && b[i] != '}' && b[i] != ']' && b[i] != ' ' && b[i] != '\t' && b[i] != '\n' && b[i] != '\r' {
+		i++
+	}
+	return i
+}
+
+// newID returns prefix plus 26 random base32 characters.
+func newID(prefix string) string { return prefix + rand.Text() }
+
+// withPrefix keeps an upstream id (useful to correlate with provider logs)
+// but gives it the prefix clients of this format expect.
+func withPrefix(prefix, id string) string {
+	if id == "" {
+		return newID(prefix)
+	}
+	if strings.HasPrefix(id, prefix) {
+		return id
+	}
+	return prefix + id
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendString appends s as a JSON string. Stream frames are built by hand
+// from precomputed prefixes (one append per token, no reflection); this is
+// the one piece of JSON encoding they need. Invalid UTF-8 becomes U+FFFD and
+// U+2028/U+2029 are escaped, as encoding/json does.
+func appendString(b []byte, s string) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+			i++
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}
