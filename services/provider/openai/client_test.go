@@ -503,3 +503,38 @@ func TestStreamRejectsNonEventStream(t *testing.T) {
 		t.Fatalf("stream %v err %v", s, err)
 	}
 }
+
+func BenchmarkComplete(b *testing.B) {
+	m := mockupstream.New()
+	defer m.Close()
+	m.SetRecording(false)
+	c := openai.New(provider.NewHTTPClient(provider.HTTPOptions{}))
+	tgt := kinds[0].target(m.URL(), "gpt-4o")
+	req := request(false)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := c.Complete(context.Background(), tgt, req); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkStream(b *testing.B) {
+	m := mockupstream.New()
+	defer m.Close()
+	m.SetRecording(false)
+	c := openai.New(provider.NewHTTPClient(provider.HTTPOptions{StreamIdleTimeout: time.Minute}))
+	tgt := kinds[0].target(m.URL(), "gpt-4o+chunks-20")
+	req := request(true)
+	b.ReportAllocs()
+	for b.Loop() {
+		s, err := c.Stream(context.Background(), tgt, req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, _, err := drain(s); err != io.EOF {
+			b.Fatal(err)
+		}
+		s.Close()
+	}
+}
