@@ -8,7 +8,7 @@ TEST_TIMEOUT ?= 10m
 GATEWAY_TEST_POSTGRES_DSN ?= host=127.0.0.1 user=postgres dbname=test sslmode=disable
 export GATEWAY_TEST_POSTGRES_DSN
 # Fuzz targets as "package:FuzzName"; every engineer adds theirs here.
-FUZZ_TARGETS ?=
+FUZZ_TARGETS ?= ./services/items:FuzzParseCreate ./handlers:FuzzDecodeAdminInputs
 FUZZ_TIME ?= 10s
 BENCH ?= .
 

@@ -3,6 +3,7 @@ package handlers
 import (
 	"testing"
 
+	"github.com/llmgw/gateway/services/admin"
 	"github.com/llmgw/gateway/services/apierr"
 )
 
@@ -55,4 +56,21 @@ func TestDecodeJSON(t *testing.T) {
 	if err := decodeJSON([]byte(`{"name":"x","count":2}`), &ok); err != nil || ok.Name != "x" || *ok.Count != 2 {
 		t.Fatalf("%v %+v", err, ok)
 	}
+}
+
+// Decoding any body into the admin inputs never panics and fails only with
+// a 400 invalid_request_error.
+func FuzzDecodeAdminInputs(f *testing.F) {
+	for _, s := range []string{`{"name":"x","api_base":"https://x"}`, `{"routing_config":{"targets":[{"weight":1}]}}`, `{"rpm_limit":1e99}`, `[]`, `{`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		for _, dst := range []any{&admin.ProviderInput{}, &admin.ProjectInput{}, &admin.KeyInput{}, &admin.AliasInput{}} {
+			if err := decodeJSON(body, dst); err != nil {
+				if e := apierr.From(err); e.Status != 400 || e.Type != apierr.TypeInvalidRequest {
+					t.Fatalf("%T: %v", dst, err)
+				}
+			}
+		}
+	})
 }
