@@ -30,7 +30,7 @@ type wireRequest struct {
 	MaxCompletionTokens optNumber       `json:"max_completion_tokens"`
 	Stream              optBool         `json:"stream"`
 	StreamOptions       json.RawMessage `json:"stream_options"`
-	Tools               json.RawMessage `json:"tools"`
+	Tools               list[wireTool]  `json:"tools"`
 	ToolChoice          json.RawMessage `json:"tool_choice"`
 	Stop                json.RawMessage `json:"stop"`
 	User                optString       `json:"user"`
@@ -51,11 +51,11 @@ func knownKey(k string) bool {
 }
 
 type wireMessage struct {
-	Role       optString       `json:"role"`
-	Content    content         `json:"content"`
-	ToolCalls  json.RawMessage `json:"tool_calls"`
-	ToolCallID optString       `json:"tool_call_id"`
-	notObject  bool            // set by the slow path when the element is not an object
+	Role       optString          `json:"role"`
+	Content    content            `json:"content"`
+	ToolCalls  list[wireToolCall] `json:"tool_calls"`
+	ToolCallID optString          `json:"tool_call_id"`
+	notObject  bool               // set by the slow path when the element is not an object
 }
 
 // content is a message content: a string or an array of parts.
@@ -360,7 +360,7 @@ func assistantBlocks(m *wireMessage, path string, errs *fieldErrs) []llm.Block {
 	switch {
 	case c.Bad || !c.Set:
 	case c.IsString:
-		if c.Text != "" || isNull(m.ToolCalls) {
+		if c.Text != "" || !m.ToolCalls.Set {
 			out = append(out, llm.Block{Type: llm.BlockText, Text: c.Text})
 		}
 	default:
@@ -380,20 +380,7 @@ func assistantBlocks(m *wireMessage, path string, errs *fieldErrs) []llm.Block {
 			}
 		}
 	}
-	if isNull(m.ToolCalls) {
-		return out
-	}
-	var elems []json.RawMessage
-	if m.ToolCalls[0] != '[' || json.Unmarshal(m.ToolCalls, &elems) != nil {
-		errs.add(path+".tool_calls", "must be an array")
-		return out
-	}
-	for k, el := range elems {
-		tp := path + ".tool_calls[" + strconv.Itoa(k) + "]"
-		var tc wireToolCall
-		if !errs.decodeElem(tp, el, &tc) {
-			continue
-		}
+	m.ToolCalls.each(path+".tool_calls", errs, func(tp string, tc *wireToolCall) {
 		if !tc.ID.Set || tc.ID.Bad || tc.ID.V == "" {
 			errs.add(tp+".id", "must be a non-empty string")
 		}
@@ -402,24 +389,24 @@ func assistantBlocks(m *wireMessage, path string, errs *fieldErrs) []llm.Block {
 		}
 		if tc.Function == nil {
 			errs.add(tp+".function", "is required")
-			continue
+			return
 		}
 		if !tc.Function.Name.Set || tc.Function.Name.Bad || tc.Function.Name.V == "" {
 			errs.add(tp+".function.name", "must be a non-empty string")
 		}
 		if tc.Function.Arguments.Bad {
 			errs.add(tp+".function.arguments", "must be a string")
-			continue
+			return
 		}
 		input, ok := parseArguments(tc.Function.Arguments.V)
 		if !ok {
 			// A JSON object is the only thing every upstream accepts as
 			// tool input; reject rather than guess.
 			errs.add(tp+".function.arguments", "must be a JSON object encoded as a string")
-			continue
+			return
 		}
 		out = append(out, llm.Block{Type: llm.BlockToolUse, ToolCallID: tc.ID.V, ToolName: tc.Function.Name.V, ToolInput: input})
-	}
+	})
 	return out
 }
 
@@ -438,29 +425,19 @@ func parseArguments(s string) (json.RawMessage, bool) {
 	return json.RawMessage(b), true
 }
 
-func decodeTools(raw json.RawMessage, errs *fieldErrs) []llm.Tool {
-	if isNull(raw) {
+func decodeTools(tools list[wireTool], errs *fieldErrs) []llm.Tool {
+	if !tools.Set {
 		return nil
 	}
-	var elems []json.RawMessage
-	if raw[0] != '[' || json.Unmarshal(raw, &elems) != nil {
-		errs.add("tools", "must be an array")
-		return nil
-	}
-	out := make([]llm.Tool, 0, len(elems))
-	for i, el := range elems {
-		tp := "tools[" + strconv.Itoa(i) + "]"
-		var t wireTool
-		if !errs.decodeElem(tp, el, &t) {
-			continue
-		}
+	out := make([]llm.Tool, 0, len(tools.V))
+	tools.each("tools", errs, func(tp string, t *wireTool) {
 		if t.Type.Set && t.Type.V != "function" {
 			errs.add(tp+".type", "must be function")
-			continue
+			return
 		}
 		if t.Function == nil {
 			errs.add(tp+".function", "is required")
-			continue
+			return
 		}
 		f := t.Function
 		if !f.Name.Set || f.Name.Bad || f.Name.V == "" {
@@ -471,14 +448,14 @@ func decodeTools(raw json.RawMessage, errs *fieldErrs) []llm.Tool {
 		}
 		if !isNull(f.Parameters) && f.Parameters[0] != '{' {
 			errs.add(tp+".function.parameters", "must be an object")
-			continue
+			return
 		}
 		tool := llm.Tool{Name: f.Name.V, Description: f.Description.V}
 		if !isNull(f.Parameters) {
 			tool.Parameters = f.Parameters
 		}
 		out = append(out, tool)
-	}
+	})
 	return out
 }
 
@@ -642,7 +619,12 @@ func EncodeRequest(req *llm.Request, model string) ([]byte, error) {
 			out.Tools[i] = outTool{Type: "function", Function: outToolFunction{Name: t.Name, Description: t.Description, Parameters: t.Parameters}}
 		}
 	}
-	if tc := req.ToolChoice; tc != nil {
+	if len(req.Tools) == 0 && req.Format != llm.FormatChat {
+		// OpenAI rejects tool_choice and parallel_tool_calls without tools; a
+		// chat client's own body is forwarded as sent, a translated one is not
+		// broken by the translation.
+		out.ParallelToolCalls = nil
+	} else if tc := req.ToolChoice; tc != nil {
 		switch tc.Mode {
 		case llm.ToolChoiceTool:
 			c := outToolChoice{Type: "function"}

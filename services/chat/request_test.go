@@ -299,3 +299,23 @@ func TestRequestRoundTrip(t *testing.T) {
 	}
 	jsonEqual(t, got, strings.Replace(body, `"alias"`, `"gpt-x"`, 1))
 }
+
+// The extras scanner must not be fooled by escaped quotes, backslashes or
+// brackets inside strings, nor by escaped keys.
+func TestExtrasScanner(t *testing.T) {
+	body := `{ "model" : "m", "messages":[{"role":"user","content":"a\\\"}]b\\\\"}], "x\"y" : {"a":"}\\\\"} ,"z":[1,"]",{"q":[]}],"n":-1.5e3,"t":true,"m\u006fdel2":1}`
+	req, err := DecodeRequest([]byte(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]json.RawMessage{
+		`x"y`: json.RawMessage(`{"a":"}\\\\"}`), "z": json.RawMessage(`[1,"]",{"q":[]}]`),
+		"n": json.RawMessage(`-1.5e3`), "t": json.RawMessage(`true`), "model2": json.RawMessage(`1`),
+	}
+	if !reflect.DeepEqual(req.Extra, want) {
+		t.Fatalf("extra %q", req.Extra)
+	}
+	if req.Messages[0].Content[0].Text != `a\"}]b\\` {
+		t.Fatalf("content %q", req.Messages[0].Content[0].Text)
+	}
+}

@@ -227,21 +227,25 @@ func skipWS(b []byte, i int) int {
 }
 
 // skipString returns the index after the string starting at b[i] == '"'.
+// It jumps from quote to quote (IndexByte is vectorised) and treats a quote
+// as closing when an even number of backslashes precede it.
 func skipString(b []byte, i int) int {
 	i++
-	for i < len(b) {
-		j := bytes.IndexAny(b[i:], "\"\\")
+	for {
+		j := bytes.IndexByte(b[i:], '"')
 		if j < 0 {
 			return len(b)
 		}
 		i += j
-		if b[i] == '\\' {
-			i += 2
-			continue
+		n := 0
+		for k := i - 1; k >= 0 && b[k] == '\\'; k-- {
+			n++
 		}
-		return i + 1
+		i++
+		if n%2 == 0 {
+			return i
+		}
 	}
-	return len(b)
 }
 
 // skipValue returns the index after the value starting at b[i].
@@ -344,4 +348,49 @@ func appendString(b []byte, s string) []byte {
 	}
 	b = append(b, s[start:]...)
 	return append(b, '"')
+}
+
+// list is an optional JSON array decoded in one pass. When the array or an
+// element has the wrong shape, it keeps the raw bytes instead, so that
+// validation can decode element by element and name each bad one; the
+// common, valid body pays for one decode only.
+type list[T any] struct {
+	Set bool
+	V   []T
+	Raw json.RawMessage // set only when the one-pass decode failed
+}
+
+func (l *list[T]) UnmarshalJSON(b []byte) error {
+	if b[0] == 'n' {
+		return nil
+	}
+	l.Set = true
+	if b[0] == '[' && json.Unmarshal(b, &l.V) == nil {
+		return nil
+	}
+	l.V = nil
+	l.Raw = append(json.RawMessage(nil), b...)
+	return nil
+}
+
+// each calls fn for every element that decoded, with its path.
+func (l *list[T]) each(path string, errs *fieldErrs, fn func(p string, v *T)) {
+	if l.Raw == nil {
+		for i := range l.V {
+			fn(path+"["+strconv.Itoa(i)+"]", &l.V[i])
+		}
+		return
+	}
+	var elems []json.RawMessage
+	if l.Raw[0] != '[' || json.Unmarshal(l.Raw, &elems) != nil {
+		errs.add(path, "must be an array")
+		return
+	}
+	for i, el := range elems {
+		p := path + "[" + strconv.Itoa(i) + "]"
+		var v T
+		if errs.decodeElem(p, el, &v) {
+			fn(p, &v)
+		}
+	}
 }

@@ -263,7 +263,9 @@ func TestToolChoiceMapping(t *testing.T) {
 			t.Fatal(err)
 		}
 		b, _ := EncodeRequest(req, "c")
-		var v struct{ ToolChoice json.RawMessage `json:"tool_choice"` }
+		var v struct {
+			ToolChoice json.RawMessage `json:"tool_choice"`
+		}
 		_ = json.Unmarshal(b, &v)
 		jsonEqual(t, v.ToolChoice, c.messages)
 		mreq, err := DecodeRequest([]byte(`{"model":"m","max_tokens":1,"messages":[{"role":"user","content":"x"}],"tools":[{"name":"f","input_schema":{}}],"tool_choice":` + c.messages + `}`))

@@ -227,21 +227,25 @@ func skipWS(b []byte, i int) int {
 }
 
 // skipString returns the index after the string starting at b[i] == '"'.
+// It jumps from quote to quote (IndexByte is vectorised) and treats a quote
+// as closing when an even number of backslashes precede it.
 func skipString(b []byte, i int) int {
 	i++
-	for i < len(b) {
-		j := bytes.IndexAny(b[i:], "\"\\")
+	for {
+		j := bytes.IndexByte(b[i:], '"')
 		if j < 0 {
 			return len(b)
 		}
 		i += j
-		if b[i] == '\\' {
-			i += 2
-			continue
+		n := 0
+		for k := i - 1; k >= 0 && b[k] == '\\'; k-- {
+			n++
 		}
-		return i + 1
+		i++
+		if n%2 == 0 {
+			return i
+		}
 	}
-	return len(b)
 }
 
 // skipValue returns the index after the value starting at b[i].
