@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net/http"
 	"sync"
+	"time"
 
 	"github.com/gin-gonic/gin"
 	"go.uber.org/zap"
@@ -22,6 +23,7 @@ import (
 	"github.com/llmgw/gateway/services/items"
 	"github.com/llmgw/gateway/services/metrics"
 	"github.com/llmgw/gateway/services/secret"
+	"github.com/llmgw/gateway/services/usage"
 )
 
 // App is a built gateway.
@@ -33,8 +35,13 @@ type App struct {
 	Box     *secret.Box
 	Metrics *metrics.Metrics // nil when metrics.enabled is false
 	Admin   *admin.Service
+	// Usage is the asynchronous usage writer (flushed at Close).
+	Usage *usage.Writer
 	// Handler is the complete HTTP handler (the Gin engine).
 	Handler http.Handler
+	// Clock is the time source of limits, budgets and key expiry; tests
+	// inject one with NewWithClock.
+	Clock func() time.Time
 
 	// ctx lives until Close: background work (catalog polling, usage
 	// writer) runs under it.
@@ -61,11 +68,16 @@ type Extensions struct {
 
 // New builds the gateway. The caller must Close it.
 func New(cfg *config.Config, log *zap.Logger) (*App, error) {
+	return NewWithClock(cfg, log, time.Now)
+}
+
+// NewWithClock is New with an injected clock.
+func NewWithClock(cfg *config.Config, log *zap.Logger, clock func() time.Time) (*App, error) {
 	if log == nil {
 		log = zap.NewNop()
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	a := &App{Config: cfg, Log: log, ctx: ctx, cancel: cancel}
+	a := &App{Config: cfg, Log: log, Clock: clock, ctx: ctx, cancel: cancel}
 	if err := a.build(); err != nil {
 		_ = a.Close(context.Background())
 		return nil, err
@@ -97,7 +109,7 @@ func (a *App) build() error {
 		return err
 	}
 
-	a.Admin = admin.New(admin.Options{Stores: a.Stores, Box: a.Box, Spend: ext.Spend, OnChange: ext.OnChange})
+	a.Admin = admin.New(admin.Options{Stores: a.Stores, Box: a.Box, Spend: ext.Spend, OnChange: ext.OnChange, Now: a.now()})
 	deps := router.Deps{
 		Log:          a.Log,
 		MasterKey:    cfg.Admin.MasterKey,
@@ -116,6 +128,13 @@ func (a *App) build() error {
 	}
 	a.Handler = router.New(deps)
 	return nil
+}
+
+func (a *App) now() func() time.Time {
+	if a.Clock == nil {
+		return time.Now
+	}
+	return a.Clock
 }
 
 // Context lives until Close; run background work under it.

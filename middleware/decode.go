@@ -1,0 +1,78 @@
+package middleware
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/llmgw/gateway/services/apierr"
+	"github.com/llmgw/gateway/services/catalog"
+	"github.com/llmgw/gateway/services/gateway"
+	"github.com/llmgw/gateway/services/llm"
+	"github.com/llmgw/gateway/services/routing"
+)
+
+// Decoder parses one client wire format into the canonical request.
+type Decoder func(body []byte) (*llm.Request, error)
+
+// Decode reads the body once, decodes it in the route's format, resolves the
+// model to a routing plan from the in-memory catalog and checks the key may
+// use it. Everything after works on the canonical request.
+func Decode(decode Decoder, cat *catalog.Catalog, defaultOutputTokens int) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		call := Call(c)
+		body, err := io.ReadAll(c.Request.Body)
+		if err != nil {
+			var mbe *http.MaxBytesError
+			if errors.As(err, &mbe) {
+				abort(c, apierr.InvalidRequestStatus(http.StatusRequestEntityTooLarge,
+					"The request body is larger than the server accepts.", map[string]any{"max_bytes": mbe.Limit}))
+				return
+			}
+			abort(c, apierr.InvalidRequest("The request body could not be read."))
+			return
+		}
+		req, err := decode(body)
+		if err != nil {
+			abort(c, err)
+			return
+		}
+		call.Request = req
+		plan, err := routing.Resolve(cat.Current(), req.Model)
+		if err != nil {
+			abort(c, err)
+			return
+		}
+		call.Plan = plan
+		if !call.Key.Allows(req.Model) {
+			abort(c, apierr.Permission("This API key may not use model '"+req.Model+"'."))
+			return
+		}
+		call.EstimatedTokens = gateway.EstimateTotalTokens(req, defaultOutputTokens)
+		c.Next()
+	}
+}
+
+// Account opens the model call, and once the request is done (whatever its
+// outcome, panics included) hands the usage record to the async writer.
+func Account(record func(gateway.Call), now func() time.Time) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		call := &gateway.Call{RequestID: RequestID(c), Key: Key(c), Started: now()}
+		c.Set(callCtxKey, call)
+		defer func() {
+			if call.Status == 0 {
+				call.Status = c.Writer.Status()
+			}
+			if p := recover(); p != nil {
+				call.Status, call.ErrorType = http.StatusInternalServerError, string(apierr.TypeInternal)
+				record(*call)
+				panic(p) // the recover middleware renders it
+			}
+			record(*call)
+		}()
+		c.Next()
+	}
+}
