@@ -140,8 +140,8 @@ suite() {
 # has no slack left by it that held streams could hide in.
 memory() {
 	local name=$1 base=$2 model=$3 slow=$4 auth=$5 pid=$6
-	"$LG" -url "$base$CHAT" -header "Authorization: Bearer $auth" -body "$(body "$model")" \
-		-c 4 -duration 2s -warmup 0s -json >/dev/null 2>&1 || return 1
+	"$LG" -name "$name-warm" -url "$base$CHAT" -header "Authorization: Bearer $auth" -body "$(body "$model")" \
+		-c 4 -duration 2s -warmup 0s -json >"$WORK/$name-warm.json" || return 1
 	sleep 2
 	"$LG" rss -pid "$pid" >"$WORK/$name-idle.json" || return 1
 	"$LG" -name "$name-hold" -url "$base$CHAT" -header "Authorization: Bearer $auth" -body "$(body "$slow" stream 1000)" \

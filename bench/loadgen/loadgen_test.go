@@ -233,6 +233,7 @@ func TestReport(t *testing.T) {
 	put("direct-stream", Result{TTFBP50ms: 0.4})
 	put("sqlite-stream", Result{TTFBP50ms: 1.0})
 	put("sqlite-idle", Result{RSSKiB: 30 * 1024})
+	put("sqlite-warm", Result{Requests: 100, Non2xx: 100})
 	put("sqlite-hold", Result{Hold: 1000, HeldAtEnd: 1000, RSSBeforeKiB: 30000, RSSHeldKiB: 60000, KiBPerStream: 30})
 	os.WriteFile(filepath.Join(dir, "pg-skipped.txt"), []byte("Postgres unreachable\n"), 0o644)
 	var out bytes.Buffer
@@ -247,7 +248,8 @@ func TestReport(t *testing.T) {
 		"| added p99 vs direct at 500 rps | ≤ 2.0 ms | +1.500 ms | PASS |",
 		"| added stream first-chunk p50 vs direct | ≤ 1.0 ms | +0.600 ms | PASS |",
 		"| RSS per held stream (1,000 streams) | ≤ 32 KiB | 30.0 KiB (1000/1000 held) | PASS |",
-		"| idle RSS | ≤ 50 MiB | 30.0 MiB | PASS |",
+		"| idle RSS | ≤ 50 MiB | 30.0 MiB (sqlite: 100 failed) | **INVALID** |",
+		"| no errors, no non-2xx | 0 | 100 of 1100 | **MISS** |",
 		"2000 (0.20× direct, 0.33× bare)",
 		"skipped | SKIP |",
 		"Postgres unreachable",

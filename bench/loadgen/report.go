@@ -150,7 +150,7 @@ func writeReport(w io.Writer, r results, command, goVersion string) {
 	}
 	added := func(kind string, val func(*Result) float64, t target) string {
 		x := r.get(t, kind)
-		if x == nil {
+		if x == nil || val(x) == 0 {
 			return ""
 		}
 		s := f(val(x), 3)
@@ -159,7 +159,7 @@ func writeReport(w io.Writer, r results, command, goVersion string) {
 			if base == t || t == direct {
 				continue
 			}
-			if b := r.get(base, kind); b != nil {
+			if b := r.get(base, kind); b != nil && val(b) != 0 {
 				parts = append(parts, fmt.Sprintf("%+.3f vs %s", val(x)-val(b), base.key))
 			}
 		}
@@ -234,17 +234,27 @@ func writeReport(w io.Writer, r results, command, goVersion string) {
 	}
 	fmt.Fprintln(w)
 	type check func(g target) (value string, ok bool, have bool)
-	goal := func(name, limit string, c check) {
+	// goal prints one target row. A figure only counts when every run it is
+	// computed from answered 2xx throughout: a fast 404 is not a fast proxy.
+	goal := func(name, limit string, kind string, bases []target, c check) {
 		fmt.Fprintf(w, "| %s | %s |", name, limit)
 		for _, g := range gateways {
 			if r.note(g) != "" {
 				fmt.Fprint(w, " skipped | SKIP |")
 				continue
 			}
+			var bad []string
+			for _, t := range append([]target{g}, bases...) {
+				if x := r.get(t, kind); x != nil && failed(x) > 0 {
+					bad = append(bad, fmt.Sprintf("%s: %d failed", t.key, failed(x)))
+				}
+			}
 			v, ok, have := c(g)
 			switch {
 			case !have:
 				fmt.Fprint(w, " n/a | MISS |")
+			case len(bad) > 0:
+				fmt.Fprintf(w, " %s (%s) | **INVALID** |", v, strings.Join(bad, ", "))
 			case ok:
 				fmt.Fprintf(w, " %s | PASS |", v)
 			default:
@@ -260,7 +270,7 @@ func writeReport(w io.Writer, r results, command, goVersion string) {
 		}
 		return x, b
 	}
-	goal("max throughput vs bare proxy", fmt.Sprintf("≥ %.0f%%", minThroughputVsBare*100), func(g target) (string, bool, bool) {
+	goal("max throughput vs bare proxy", fmt.Sprintf("≥ %.0f%%", minThroughputVsBare*100), "max", []target{bare}, func(g target) (string, bool, bool) {
 		x, b := both(g, bare, "max")
 		if x == nil || b.RPS == 0 {
 			return "", false, false
@@ -268,7 +278,7 @@ func writeReport(w io.Writer, r results, command, goVersion string) {
 		q := x.RPS / b.RPS
 		return fmt.Sprintf("%.0f%%", q*100), q >= minThroughputVsBare, true
 	})
-	goal("CPU per request at 500 rps vs bare proxy", fmt.Sprintf("≤ %.0f×", maxCPUVsBare), func(g target) (string, bool, bool) {
+	goal("CPU per request at 500 rps vs bare proxy", fmt.Sprintf("≤ %.0f×", maxCPUVsBare), "rate", []target{bare}, func(g target) (string, bool, bool) {
 		x, b := both(g, bare, "rate")
 		if x == nil || b.CPUusPerReq == 0 || x.CPUusPerReq == 0 {
 			return "", false, false
@@ -276,7 +286,7 @@ func writeReport(w io.Writer, r results, command, goVersion string) {
 		q := x.CPUusPerReq / b.CPUusPerReq
 		return fmt.Sprintf("%.2f×", q), q <= maxCPUVsBare, true
 	})
-	goal("added p50 vs direct at 500 rps", fmt.Sprintf("≤ %.1f ms", maxAddedP50ms), func(g target) (string, bool, bool) {
+	goal("added p50 vs direct at 500 rps", fmt.Sprintf("≤ %.1f ms", maxAddedP50ms), "rate", []target{direct}, func(g target) (string, bool, bool) {
 		x, b := both(g, direct, "rate")
 		if x == nil {
 			return "", false, false
@@ -284,7 +294,7 @@ func writeReport(w io.Writer, r results, command, goVersion string) {
 		d := x.P50ms - b.P50ms
 		return fmt.Sprintf("%+.3f ms", d), d <= maxAddedP50ms, true
 	})
-	goal("added p99 vs direct at 500 rps", fmt.Sprintf("≤ %.1f ms", maxAddedP99ms), func(g target) (string, bool, bool) {
+	goal("added p99 vs direct at 500 rps", fmt.Sprintf("≤ %.1f ms", maxAddedP99ms), "rate", []target{direct}, func(g target) (string, bool, bool) {
 		x, b := both(g, direct, "rate")
 		if x == nil {
 			return "", false, false
@@ -292,7 +302,7 @@ func writeReport(w io.Writer, r results, command, goVersion string) {
 		d := x.P99ms - b.P99ms
 		return fmt.Sprintf("%+.3f ms", d), d <= maxAddedP99ms, true
 	})
-	goal("added stream first-chunk p50 vs direct", fmt.Sprintf("≤ %.1f ms", maxAddedTTFBP50ms), func(g target) (string, bool, bool) {
+	goal("added stream first-chunk p50 vs direct", fmt.Sprintf("≤ %.1f ms", maxAddedTTFBP50ms), "stream", []target{direct}, func(g target) (string, bool, bool) {
 		x, b := both(g, direct, "stream")
 		if x == nil || x.TTFBP50ms == 0 || b.TTFBP50ms == 0 {
 			return "", false, false
@@ -300,7 +310,7 @@ func writeReport(w io.Writer, r results, command, goVersion string) {
 		d := x.TTFBP50ms - b.TTFBP50ms
 		return fmt.Sprintf("%+.3f ms", d), d <= maxAddedTTFBP50ms, true
 	})
-	goal("RSS per held stream (1,000 streams)", fmt.Sprintf("≤ %.0f KiB", maxKiBPerStream), func(g target) (string, bool, bool) {
+	goal("RSS per held stream (1,000 streams)", fmt.Sprintf("≤ %.0f KiB", maxKiBPerStream), "hold", nil, func(g target) (string, bool, bool) {
 		x := r.get(g, "hold")
 		if x == nil || x.RSSBeforeKiB == 0 || x.HeldAtEnd == 0 {
 			return "", false, false
@@ -308,7 +318,7 @@ func writeReport(w io.Writer, r results, command, goVersion string) {
 		ok := x.KiBPerStream <= maxKiBPerStream && x.HeldAtEnd == int64(x.Hold)
 		return fmt.Sprintf("%.1f KiB (%d/%d held)", x.KiBPerStream, x.HeldAtEnd, x.Hold), ok, true
 	})
-	goal("idle RSS", fmt.Sprintf("≤ %.0f MiB", maxIdleRSSMiB), func(g target) (string, bool, bool) {
+	goal("idle RSS", fmt.Sprintf("≤ %.0f MiB", maxIdleRSSMiB), "warm", nil, func(g target) (string, bool, bool) {
 		x := r.get(g, "idle")
 		if x == nil || x.RSSKiB == 0 {
 			return "", false, false
@@ -316,14 +326,14 @@ func writeReport(w io.Writer, r results, command, goVersion string) {
 		mib := float64(x.RSSKiB) / 1024
 		return fmt.Sprintf("%.1f MiB", mib), mib <= maxIdleRSSMiB, true
 	})
-	goal("no errors, no non-2xx", "0", func(g target) (string, bool, bool) {
+	goal("no errors, no non-2xx", "0", "", nil, func(g target) (string, bool, bool) {
 		var e, n int64
 		have := false
-		for _, k := range []string{"max", "rate", "stream", "hold"} {
+		for _, k := range []string{"warm", "max", "rate", "stream", "hold"} {
 			if x := r.get(g, k); x != nil {
 				have = true
-				e += x.Errors + x.Non2xx
-				n += x.Requests
+				e += failed(x)
+				n += attempts(x)
 			}
 		}
 		return fmt.Sprintf("%d of %d", e, n), e == 0, have
@@ -337,4 +347,15 @@ func writeReport(w io.Writer, r results, command, goVersion string) {
 	fmt.Fprintln(w, "Latency is measured from each request's scheduled send time (open loop, no coordinated omission).")
 	fmt.Fprintln(w, "CPU per request: utime+stime of the proxy process (the mock for (a)) over the measured window / requests.")
 	fmt.Fprintln(w, "Ratios and differences compare runs of this same invocation on this same machine.")
+}
+
+// failed counts a run's transport errors and non-2xx answers.
+func failed(x *Result) int64 { return x.Errors + x.Non2xx }
+
+// attempts counts a run's requests, failed ones included.
+func attempts(x *Result) int64 {
+	if x.Hold > 0 {
+		return int64(x.Hold)
+	}
+	return x.Requests + x.Errors // Requests already includes non-2xx answers
 }
