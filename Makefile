@@ -8,7 +8,7 @@ TEST_TIMEOUT ?= 10m
 GATEWAY_TEST_POSTGRES_DSN ?= host=127.0.0.1 user=postgres dbname=test sslmode=disable
 export GATEWAY_TEST_POSTGRES_DSN
 # Fuzz targets as "package:FuzzName"; every engineer adds theirs here.
-FUZZ_TARGETS ?= ./services/items:FuzzParseCreate ./handlers:FuzzDecodeAdminInputs
+FUZZ_TARGETS ?= ./services/sse:FuzzSSEReader ./services/chat:FuzzChatDecodeRequest ./services/messages:FuzzMessagesDecodeRequest ./services/messages:FuzzChatStreamToMessages ./services/messages:FuzzMessagesStreamToChat ./services/items:FuzzParseCreate ./handlers:FuzzDecodeAdminInputs
 FUZZ_TIME ?= 10s
 BENCH ?= .
 
@@ -48,8 +48,13 @@ fuzz: ## run each FUZZ_TARGETS entry (pkg:FuzzName) for FUZZ_TIME
 	done
 
 .PHONY: bench
-bench: ## run benchmarks (BENCH=regexp)
+bench: bench-e2e ## end-to-end benchmark table: gateway vs direct vs bare proxy (docs/BENCHMARKS.md)
+
+.PHONY: bench-go
+bench-go: ## Go micro-benchmarks with allocations (BENCH=regexp)
 	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem ./...
+
+include bench/Makefile.inc
 
 .PHONY: cover
 cover: ## test coverage report (coverage.html)
