@@ -181,7 +181,7 @@ gateway() {
 		echo "admin API setup failed" >"$WORK/$name-skipped.txt"
 		return 1
 	fi
-	memory "$name" "http://127.0.0.1:$GW_PORT" bench-model bench-slow "$key" "$pid" || rc=1
+	memory "$name" "http://127.0.0.1:$GW_PORT" bench-model bench-model-slow "$key" "$pid" || rc=1
 	suite "$name" "http://127.0.0.1:$GW_PORT" bench-model "$key" "$pid" || rc=1
 	stop_pid "$pid"
 	if [[ $rc != 0 ]]; then

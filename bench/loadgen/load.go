@@ -81,9 +81,11 @@ func (r *Result) writeSummary(w io.Writer) {
 }
 
 func (r *Result) writeText(w io.Writer) {
-	fmt.Fprintf(w, "%s: %d requests in %.1fs = %.0f req/s, %d errors, %d non-2xx\n",
-		r.Mode, r.Requests, r.DurationS, r.RPS, r.Errors, r.Non2xx)
-	if r.Requests > 0 {
+	if r.Hold == 0 {
+		fmt.Fprintf(w, "%s: %d requests in %.1fs = %.0f req/s, %d errors, %d non-2xx\n",
+			r.Mode, r.Requests, r.DurationS, r.RPS, r.Errors, r.Non2xx)
+	}
+	if r.Requests > 0 && r.Hold == 0 {
 		fmt.Fprintf(w, "latency ms: p50 %.3f  p90 %.3f  p99 %.3f  max %.3f\n", r.P50ms, r.P90ms, r.P99ms, r.Maxms)
 	}
 	if r.TTFBP50ms > 0 {
@@ -96,8 +98,8 @@ func (r *Result) writeText(w io.Writer) {
 		fmt.Fprintf(w, "pid CPU: %.0f ms, %.1f us/request\n", r.CPUms, r.CPUusPerReq)
 	}
 	if r.Hold > 0 {
-		fmt.Fprintf(w, "hold: %d/%d opened in %.2fs, %d still open at end; RSS %d -> %d KiB (peak %d) = %.1f KiB/stream\n",
-			r.Opened, r.Hold, r.OpenS, r.HeldAtEnd, r.RSSBeforeKiB, r.RSSHeldKiB, r.RSSPeakKiB, r.KiBPerStream)
+		fmt.Fprintf(w, "hold: %d/%d opened in %.2fs, %d still open at end, %d errors, %d non-2xx; RSS %d -> %d KiB (peak %d) = %.1f KiB/stream\n",
+			r.Opened, r.Hold, r.OpenS, r.HeldAtEnd, r.Errors, r.Non2xx, r.RSSBeforeKiB, r.RSSHeldKiB, r.RSSPeakKiB, r.KiBPerStream)
 	}
 	if r.FirstError != "" {
 		fmt.Fprintf(w, "first error: %s\n", r.FirstError)
