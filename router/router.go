@@ -11,6 +11,7 @@ import (
 
 	"github.com/llmgw/gateway/handlers"
 	"github.com/llmgw/gateway/middleware"
+	"github.com/llmgw/gateway/openapi"
 	"github.com/llmgw/gateway/services/apierr"
 )
 
@@ -38,7 +39,7 @@ type Deps struct {
 var releaseMode sync.Once
 
 // New builds the engine: request id → recover → access log → metrics on
-// every request; then /health, /metrics, /admin (master key), /items and /v1.
+// every request; then /health, /openapi.json, /metrics, /admin (master key), /items and /v1.
 func New(d Deps) *gin.Engine {
 	releaseMode.Do(func() { gin.SetMode(gin.ReleaseMode) }) // no debug route dump; process-wide, so once
 	log := d.Log
@@ -61,6 +62,7 @@ func New(d Deps) *gin.Engine {
 	})
 
 	e.GET("/health", d.Health.Get)
+	e.GET("/openapi.json", gin.WrapH(openapi.Handler()))
 	if d.Metrics != nil {
 		e.GET("/metrics", d.Metrics)
 	}
