@@ -20,7 +20,8 @@ func TestUnknownRouteAndWrongMethod(t *testing.T) {
 	}{
 		{"GET", "/nope", 404, "not_found_error"},
 		{"GET", "/admin/nope", 404, "not_found_error"},
-		{"POST", "/v1/chat/completions", 404, "not_found_error"}, // no V1 mounted here
+		{"GET", "/v1/chat/completions", 405, "invalid_request_error"},
+		{"POST", "/v1/nope", 404, "not_found_error"},
 		{"DELETE", "/health", 405, "invalid_request_error"},
 		{"PATCH", "/admin/providers", 405, "invalid_request_error"},
 		{"DELETE", "/items", 405, "invalid_request_error"},
