@@ -194,31 +194,38 @@ func (c *Catalog) Invalidate() {
 }
 
 // Watch polls the catalog version every interval and reloads when another
-// instance changed it, until ctx ends. One cheap single-row query per interval.
+// instance changed it, until ctx ends. One cheap single-row query per
+// interval. A failing database is reported once, not every interval; the
+// snapshot in memory keeps serving meanwhile.
 func (c *Catalog) Watch(ctx context.Context, interval time.Duration) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
+	failing := false
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
-		qctx, cancel := context.WithTimeout(ctx, interval)
-		v, err := c.src.Version(qctx)
-		cancel()
-		if err != nil {
-			if c.onErr != nil && ctx.Err() == nil {
-				c.onErr(err)
-			}
-			continue
+		err := c.refresh(ctx, interval)
+		if ctx.Err() != nil {
+			return
 		}
-		if v != c.Current().Version {
-			if err := c.Reload(ctx); err != nil && c.onErr != nil && ctx.Err() == nil {
-				c.onErr(err)
-			}
+		if err != nil && !failing && c.onErr != nil {
+			c.onErr(err)
 		}
+		failing = err != nil
 	}
+}
+
+func (c *Catalog) refresh(ctx context.Context, timeout time.Duration) error {
+	qctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	v, err := c.src.Version(qctx)
+	if err != nil || v == c.Current().Version {
+		return err
+	}
+	return c.Reload(ctx)
 }
 
 func build(rows *models.CatalogRows, box *secret.Box) (*Snapshot, error) {
