@@ -16,25 +16,26 @@ import (
 
 	"github.com/llmgw/gateway/services/apierr"
 	"github.com/llmgw/gateway/services/llm"
+	"github.com/llmgw/gateway/services/wire"
 )
 
 // wireRequest is the client body. Scalars are opt* types and polymorphic
 // fields raw, so one json.Unmarshal never stops at a wrong type and the
 // validation below can list every bad field with its path.
 type wireRequest struct {
-	Model               optString       `json:"model"`
-	Messages            []wireMessage   `json:"messages"`
-	Temperature         optNumber       `json:"temperature"`
-	TopP                optNumber       `json:"top_p"`
-	MaxTokens           optNumber       `json:"max_tokens"`
-	MaxCompletionTokens optNumber       `json:"max_completion_tokens"`
-	Stream              optBool         `json:"stream"`
-	StreamOptions       json.RawMessage `json:"stream_options"`
-	Tools               list[wireTool]  `json:"tools"`
-	ToolChoice          json.RawMessage `json:"tool_choice"`
-	Stop                json.RawMessage `json:"stop"`
-	User                optString       `json:"user"`
-	ParallelToolCalls   optBool         `json:"parallel_tool_calls"`
+	Model               wire.OptString      `json:"model"`
+	Messages            []wireMessage       `json:"messages"`
+	Temperature         wire.OptNumber      `json:"temperature"`
+	TopP                wire.OptNumber      `json:"top_p"`
+	MaxTokens           wire.OptNumber      `json:"max_tokens"`
+	MaxCompletionTokens wire.OptNumber      `json:"max_completion_tokens"`
+	Stream              wire.OptBool        `json:"stream"`
+	StreamOptions       json.RawMessage     `json:"stream_options"`
+	Tools               wire.List[wireTool] `json:"tools"`
+	ToolChoice          json.RawMessage     `json:"tool_choice"`
+	Stop                json.RawMessage     `json:"stop"`
+	User                wire.OptString      `json:"user"`
+	ParallelToolCalls   wire.OptBool        `json:"parallel_tool_calls"`
 }
 
 // knownKey says which top-level fields the gateway interprets; the rest go
@@ -51,11 +52,11 @@ func knownKey(k string) bool {
 }
 
 type wireMessage struct {
-	Role       optString          `json:"role"`
-	Content    content            `json:"content"`
-	ToolCalls  list[wireToolCall] `json:"tool_calls"`
-	ToolCallID optString          `json:"tool_call_id"`
-	notObject  bool               // set by the slow path when the element is not an object
+	Role       wire.OptString          `json:"role"`
+	Content    content                 `json:"content"`
+	ToolCalls  wire.List[wireToolCall] `json:"tool_calls"`
+	ToolCallID wire.OptString          `json:"tool_call_id"`
+	notObject  bool                    // set by the slow path when the element is not an object
 }
 
 // content is a message content: a string or an array of parts.
@@ -72,7 +73,7 @@ func (c *content) UnmarshalJSON(b []byte) error {
 		return nil
 	case '"':
 		c.Set, c.IsString = true, true
-		var s optString
+		var s wire.OptString
 		_ = s.UnmarshalJSON(b)
 		c.Text = s.V
 		return nil
@@ -88,31 +89,31 @@ func (c *content) UnmarshalJSON(b []byte) error {
 }
 
 type wirePart struct {
-	Type     optString       `json:"type"`
-	Text     optString       `json:"text"`
-	Refusal  optString       `json:"refusal"`
+	Type     wire.OptString  `json:"type"`
+	Text     wire.OptString  `json:"text"`
+	Refusal  wire.OptString  `json:"refusal"`
 	ImageURL json.RawMessage `json:"image_url"`
 }
 
 type wireToolCall struct {
-	ID       optString         `json:"id"`
-	Type     optString         `json:"type"`
+	ID       wire.OptString    `json:"id"`
+	Type     wire.OptString    `json:"type"`
 	Function *wireFunctionCall `json:"function"`
 }
 
 type wireFunctionCall struct {
-	Name      optString `json:"name"`
-	Arguments optString `json:"arguments"`
+	Name      wire.OptString `json:"name"`
+	Arguments wire.OptString `json:"arguments"`
 }
 
 type wireTool struct {
-	Type     optString     `json:"type"`
-	Function *wireFunction `json:"function"`
+	Type     wire.OptString `json:"type"`
+	Function *wireFunction  `json:"function"`
 }
 
 type wireFunction struct {
-	Name        optString       `json:"name"`
-	Description optString       `json:"description"`
+	Name        wire.OptString  `json:"name"`
+	Description wire.OptString  `json:"description"`
 	Parameters  json.RawMessage `json:"parameters"`
 }
 
@@ -120,7 +121,7 @@ type wireFunction struct {
 // *apierr.Error (400 invalid_request_error) listing every bad field.
 func DecodeRequest(body []byte) (*llm.Request, error) {
 	var w wireRequest
-	var errs fieldErrs
+	var errs wire.FieldErrs
 	messagesBad := false
 	if err := json.Unmarshal(body, &w); err != nil {
 		var te *json.UnmarshalTypeError
@@ -137,41 +138,41 @@ func DecodeRequest(body []byte) (*llm.Request, error) {
 
 	switch m := w.Model; {
 	case !m.Set:
-		errs.add("model", "is required")
+		errs.Add("model", "is required")
 	case m.Bad:
-		errs.add("model", "must be a string")
+		errs.Add("model", "must be a string")
 	case m.V == "":
-		errs.add("model", "must not be empty")
+		errs.Add("model", "must not be empty")
 	default:
 		req.Model = m.V
 	}
 	switch {
 	case messagesBad:
-		errs.add("messages", "must be an array")
+		errs.Add("messages", "must be an array")
 	case w.Messages == nil:
-		errs.add("messages", "is required")
+		errs.Add("messages", "is required")
 	case len(w.Messages) == 0:
-		errs.add("messages", "must not be empty")
+		errs.Add("messages", "must not be empty")
 	}
 	req.Messages, req.System = decodeMessages(w.Messages, &errs)
 
-	req.Temperature = errs.number("temperature", w.Temperature, 0, 2)
-	req.TopP = errs.number("top_p", w.TopP, 0, 1)
-	req.MaxTokens = errs.integer("max_tokens", w.MaxTokens, 1)
-	if mct := errs.integer("max_completion_tokens", w.MaxCompletionTokens, 1); mct != nil {
+	req.Temperature = errs.Number("temperature", w.Temperature, 0, 2)
+	req.TopP = errs.Number("top_p", w.TopP, 0, 1)
+	req.MaxTokens = errs.Integer("max_tokens", w.MaxTokens, 1)
+	if mct := errs.Integer("max_completion_tokens", w.MaxCompletionTokens, 1); mct != nil {
 		req.MaxTokens = mct
 	}
 	if w.Stream.Bad {
-		errs.add("stream", "must be a boolean")
+		errs.Add("stream", "must be a boolean")
 	}
 	req.Stream = w.Stream.V
-	if !isNull(w.StreamOptions) {
+	if !wire.IsNull(w.StreamOptions) {
 		var so struct {
-			IncludeUsage optBool `json:"include_usage"`
+			IncludeUsage wire.OptBool `json:"include_usage"`
 		}
-		if errs.decodeElem("stream_options", w.StreamOptions, &so) {
+		if errs.DecodeElem("stream_options", w.StreamOptions, &so) {
 			if so.IncludeUsage.Bad {
-				errs.add("stream_options.include_usage", "must be a boolean")
+				errs.Add("stream_options.include_usage", "must be a boolean")
 			}
 			req.IncludeUsage = req.Stream && so.IncludeUsage.V
 		}
@@ -180,19 +181,19 @@ func DecodeRequest(body []byte) (*llm.Request, error) {
 	req.ToolChoice = decodeToolChoice(w.ToolChoice, &errs)
 	req.Stop = decodeStop(w.Stop, &errs)
 	if w.User.Bad {
-		errs.add("user", "must be a string")
+		errs.Add("user", "must be a string")
 	}
 	req.User = w.User.V
 	if w.ParallelToolCalls.Bad {
-		errs.add("parallel_tool_calls", "must be a boolean")
+		errs.Add("parallel_tool_calls", "must be a boolean")
 	} else if w.ParallelToolCalls.Set {
 		v := w.ParallelToolCalls.V
 		req.ParallelToolCalls = &v
 	}
-	if err := errs.err(); err != nil {
+	if err := errs.Err(); err != nil {
 		return nil, err
 	}
-	req.Extra = extras(body, knownKey)
+	req.Extra = wire.Extras(body, knownKey)
 	return req, nil
 }
 
@@ -204,7 +205,7 @@ func markMessages(body []byte, w *wireRequest) (notArray bool) {
 		Messages json.RawMessage `json:"messages"`
 	}
 	_ = json.Unmarshal(body, &probe)
-	if isNull(probe.Messages) {
+	if wire.IsNull(probe.Messages) {
 		return false
 	}
 	var elems []json.RawMessage
@@ -220,7 +221,7 @@ func markMessages(body []byte, w *wireRequest) (notArray bool) {
 	return false
 }
 
-func decodeMessages(in []wireMessage, errs *fieldErrs) ([]llm.Message, string) {
+func decodeMessages(in []wireMessage, errs *wire.FieldErrs) ([]llm.Message, string) {
 	out := make([]llm.Message, 0, len(in))
 	var system []string
 	lastTool := false // the previous message became tool results
@@ -228,22 +229,22 @@ func decodeMessages(in []wireMessage, errs *fieldErrs) ([]llm.Message, string) {
 		m := &in[i]
 		path := "messages[" + strconv.Itoa(i) + "]"
 		if m.notObject {
-			errs.add(path, "must be an object")
+			errs.Add(path, "must be an object")
 			continue
 		}
 		role := m.Role.V
 		switch {
 		case !m.Role.Set:
-			errs.add(path+".role", "is required")
+			errs.Add(path+".role", "is required")
 			continue
 		case m.Role.Bad:
-			errs.add(path+".role", "must be a string")
+			errs.Add(path+".role", "must be a string")
 			continue
 		}
 		if m.Content.Bad {
-			errs.add(path+".content", "must be a string or an array of content parts")
+			errs.Add(path+".content", "must be a string or an array of content parts")
 		} else if !m.Content.Set && role != "assistant" && role != "" {
-			errs.add(path+".content", "is required")
+			errs.Add(path+".content", "is required")
 		}
 		switch role {
 		case "system", "developer":
@@ -260,9 +261,9 @@ func decodeMessages(in []wireMessage, errs *fieldErrs) ([]llm.Message, string) {
 		case "tool":
 			switch {
 			case !m.ToolCallID.Set:
-				errs.add(path+".tool_call_id", "is required")
+				errs.Add(path+".tool_call_id", "is required")
 			case m.ToolCallID.Bad:
-				errs.add(path+".tool_call_id", "must be a string")
+				errs.Add(path+".tool_call_id", "must be a string")
 			}
 			b := llm.Block{Type: llm.BlockToolResult, ToolCallID: m.ToolCallID.V}
 			if text, ok := textOnly(m.Content, path, errs); ok && text != "" {
@@ -278,14 +279,14 @@ func decodeMessages(in []wireMessage, errs *fieldErrs) ([]llm.Message, string) {
 			}
 			lastTool = true
 		default:
-			errs.add(path+".role", "must be one of system, user, assistant, tool, developer")
+			errs.Add(path+".role", "must be one of system, user, assistant, tool, developer")
 		}
 	}
 	return out, strings.Join(system, "\n\n")
 }
 
 // textOnly reads a content that may only hold text (system, developer, tool).
-func textOnly(c content, path string, errs *fieldErrs) (string, bool) {
+func textOnly(c content, path string, errs *wire.FieldErrs) (string, bool) {
 	if c.Bad || !c.Set {
 		return "", false
 	}
@@ -297,12 +298,12 @@ func textOnly(c content, path string, errs *fieldErrs) (string, bool) {
 	for j, p := range c.Parts {
 		pp := path + ".content[" + strconv.Itoa(j) + "]"
 		if p.Type.V != "text" {
-			errs.add(pp+".type", "must be text")
+			errs.Add(pp+".type", "must be text")
 			ok = false
 			continue
 		}
 		if !p.Text.Set || p.Text.Bad {
-			errs.add(pp+".text", "must be a string")
+			errs.Add(pp+".text", "must be a string")
 			ok = false
 			continue
 		}
@@ -314,7 +315,7 @@ func textOnly(c content, path string, errs *fieldErrs) (string, bool) {
 	return sb.String(), ok
 }
 
-func userBlocks(c content, path string, errs *fieldErrs) []llm.Block {
+func userBlocks(c content, path string, errs *wire.FieldErrs) []llm.Block {
 	if c.Bad || !c.Set {
 		return nil
 	}
@@ -327,34 +328,34 @@ func userBlocks(c content, path string, errs *fieldErrs) []llm.Block {
 		switch p.Type.V {
 		case "text":
 			if !p.Text.Set || p.Text.Bad {
-				errs.add(pp+".text", "must be a string")
+				errs.Add(pp+".text", "must be a string")
 				continue
 			}
 			out = append(out, llm.Block{Type: llm.BlockText, Text: p.Text.V})
 		case "image_url":
 			var img struct {
-				URL optString `json:"url"`
+				URL wire.OptString `json:"url"`
 			}
-			if isNull(p.ImageURL) {
-				errs.add(pp+".image_url", "is required")
+			if wire.IsNull(p.ImageURL) {
+				errs.Add(pp+".image_url", "is required")
 				continue
 			}
-			if !errs.decodeElem(pp+".image_url", p.ImageURL, &img) {
+			if !errs.DecodeElem(pp+".image_url", p.ImageURL, &img) {
 				continue
 			}
 			if !img.URL.Set || img.URL.Bad || img.URL.V == "" {
-				errs.add(pp+".image_url.url", "must be a non-empty string")
+				errs.Add(pp+".image_url.url", "must be a non-empty string")
 				continue
 			}
 			out = append(out, llm.Block{Type: llm.BlockImage, ImageURL: img.URL.V})
 		default:
-			errs.add(pp+".type", "must be one of text, image_url")
+			errs.Add(pp+".type", "must be one of text, image_url")
 		}
 	}
 	return out
 }
 
-func assistantBlocks(m *wireMessage, path string, errs *fieldErrs) []llm.Block {
+func assistantBlocks(m *wireMessage, path string, errs *wire.FieldErrs) []llm.Block {
 	var out []llm.Block
 	c := m.Content
 	switch {
@@ -369,40 +370,40 @@ func assistantBlocks(m *wireMessage, path string, errs *fieldErrs) []llm.Block {
 			switch p.Type.V {
 			case "text":
 				if !p.Text.Set || p.Text.Bad {
-					errs.add(pp+".text", "must be a string")
+					errs.Add(pp+".text", "must be a string")
 					continue
 				}
 				out = append(out, llm.Block{Type: llm.BlockText, Text: p.Text.V})
 			case "refusal":
 				out = append(out, llm.Block{Type: llm.BlockText, Text: p.Refusal.V})
 			default:
-				errs.add(pp+".type", "must be one of text, refusal")
+				errs.Add(pp+".type", "must be one of text, refusal")
 			}
 		}
 	}
-	m.ToolCalls.each(path+".tool_calls", errs, func(tp string, tc *wireToolCall) {
+	m.ToolCalls.Each(path+".tool_calls", errs, func(tp string, tc *wireToolCall) {
 		if !tc.ID.Set || tc.ID.Bad || tc.ID.V == "" {
-			errs.add(tp+".id", "must be a non-empty string")
+			errs.Add(tp+".id", "must be a non-empty string")
 		}
 		if tc.Type.Set && tc.Type.V != "function" {
-			errs.add(tp+".type", "must be function")
+			errs.Add(tp+".type", "must be function")
 		}
 		if tc.Function == nil {
-			errs.add(tp+".function", "is required")
+			errs.Add(tp+".function", "is required")
 			return
 		}
 		if !tc.Function.Name.Set || tc.Function.Name.Bad || tc.Function.Name.V == "" {
-			errs.add(tp+".function.name", "must be a non-empty string")
+			errs.Add(tp+".function.name", "must be a non-empty string")
 		}
 		if tc.Function.Arguments.Bad {
-			errs.add(tp+".function.arguments", "must be a string")
+			errs.Add(tp+".function.arguments", "must be a string")
 			return
 		}
 		input, ok := parseArguments(tc.Function.Arguments.V)
 		if !ok {
 			// A JSON object is the only thing every upstream accepts as
 			// tool input; reject rather than guess.
-			errs.add(tp+".function.arguments", "must be a JSON object encoded as a string")
+			errs.Add(tp+".function.arguments", "must be a JSON object encoded as a string")
 			return
 		}
 		out = append(out, llm.Block{Type: llm.BlockToolUse, ToolCallID: tc.ID.V, ToolName: tc.Function.Name.V, ToolInput: input})
@@ -425,33 +426,33 @@ func parseArguments(s string) (json.RawMessage, bool) {
 	return json.RawMessage(b), true
 }
 
-func decodeTools(tools list[wireTool], errs *fieldErrs) []llm.Tool {
+func decodeTools(tools wire.List[wireTool], errs *wire.FieldErrs) []llm.Tool {
 	if !tools.Set {
 		return nil
 	}
 	out := make([]llm.Tool, 0, len(tools.V))
-	tools.each("tools", errs, func(tp string, t *wireTool) {
+	tools.Each("tools", errs, func(tp string, t *wireTool) {
 		if t.Type.Set && t.Type.V != "function" {
-			errs.add(tp+".type", "must be function")
+			errs.Add(tp+".type", "must be function")
 			return
 		}
 		if t.Function == nil {
-			errs.add(tp+".function", "is required")
+			errs.Add(tp+".function", "is required")
 			return
 		}
 		f := t.Function
 		if !f.Name.Set || f.Name.Bad || f.Name.V == "" {
-			errs.add(tp+".function.name", "must be a non-empty string")
+			errs.Add(tp+".function.name", "must be a non-empty string")
 		}
 		if f.Description.Bad {
-			errs.add(tp+".function.description", "must be a string")
+			errs.Add(tp+".function.description", "must be a string")
 		}
-		if !isNull(f.Parameters) && f.Parameters[0] != '{' {
-			errs.add(tp+".function.parameters", "must be an object")
+		if !wire.IsNull(f.Parameters) && f.Parameters[0] != '{' {
+			errs.Add(tp+".function.parameters", "must be an object")
 			return
 		}
 		tool := llm.Tool{Name: f.Name.V, Description: f.Description.V}
-		if !isNull(f.Parameters) {
+		if !wire.IsNull(f.Parameters) {
 			tool.Parameters = f.Parameters
 		}
 		out = append(out, tool)
@@ -459,8 +460,8 @@ func decodeTools(tools list[wireTool], errs *fieldErrs) []llm.Tool {
 	return out
 }
 
-func decodeToolChoice(raw json.RawMessage, errs *fieldErrs) *llm.ToolChoice {
-	if isNull(raw) {
+func decodeToolChoice(raw json.RawMessage, errs *wire.FieldErrs) *llm.ToolChoice {
+	if wire.IsNull(raw) {
 		return nil
 	}
 	const reason = "must be one of none, auto, required or a function object"
@@ -475,28 +476,28 @@ func decodeToolChoice(raw json.RawMessage, errs *fieldErrs) *llm.ToolChoice {
 		case "required":
 			return &llm.ToolChoice{Mode: llm.ToolChoiceRequired}
 		}
-		errs.add("tool_choice", reason)
+		errs.Add("tool_choice", reason)
 		return nil
 	}
 	var obj struct {
-		Type     optString `json:"type"`
+		Type     wire.OptString `json:"type"`
 		Function *struct {
-			Name optString `json:"name"`
+			Name wire.OptString `json:"name"`
 		} `json:"function"`
 	}
 	if raw[0] != '{' || json.Unmarshal(raw, &obj) != nil || obj.Type.V != "function" {
-		errs.add("tool_choice", reason)
+		errs.Add("tool_choice", reason)
 		return nil
 	}
 	if obj.Function == nil || !obj.Function.Name.Set || obj.Function.Name.Bad || obj.Function.Name.V == "" {
-		errs.add("tool_choice.function.name", "must be a non-empty string")
+		errs.Add("tool_choice.function.name", "must be a non-empty string")
 		return nil
 	}
 	return &llm.ToolChoice{Mode: llm.ToolChoiceTool, Name: obj.Function.Name.V}
 }
 
-func decodeStop(raw json.RawMessage, errs *fieldErrs) []string {
-	if isNull(raw) {
+func decodeStop(raw json.RawMessage, errs *wire.FieldErrs) []string {
+	if wire.IsNull(raw) {
 		return nil
 	}
 	const reason = "must be a string or an array of strings"
@@ -511,12 +512,12 @@ func decodeStop(raw json.RawMessage, errs *fieldErrs) []string {
 	case '[':
 		var out []string
 		if json.Unmarshal(raw, &out) != nil {
-			errs.add("stop", reason)
+			errs.Add("stop", reason)
 			return nil
 		}
 		return out
 	}
-	errs.add("stop", reason)
+	errs.Add("stop", reason)
 	return nil
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/llmgw/gateway/services/llm"
 	"github.com/llmgw/gateway/services/provider"
+	"github.com/llmgw/gateway/services/wire"
 )
 
 type wireResponse struct {
@@ -131,7 +132,7 @@ func DecodeResponse(body []byte) (*llm.Response, error) {
 	for _, tc := range m.ToolCalls {
 		id := tc.ID
 		if id == "" {
-			id = newID("call_")
+			id = wire.NewID("call_")
 		}
 		resp.Content = append(resp.Content, llm.Block{Type: llm.BlockToolUse, ToolCallID: id,
 			ToolName: tc.Function.Name, ToolInput: toolInput(tc.Function.Arguments)})
@@ -160,7 +161,7 @@ func toolInput(args string) json.RawMessage {
 
 // contentText reads a response content: a string, null, or text parts.
 func contentText(raw json.RawMessage) (string, error) {
-	if isNull(raw) {
+	if wire.IsNull(raw) {
 		return "", nil
 	}
 	if raw[0] == '"' {
@@ -258,7 +259,7 @@ func EncodeResponse(resp *llm.Response, model string) ([]byte, error) {
 		created = time.Now().Unix()
 	}
 	out := outResponse{
-		ID:      withPrefix("chatcmpl-", resp.ID),
+		ID:      wire.WithPrefix("chatcmpl-", resp.ID),
 		Object:  "chat.completion",
 		Created: created,
 		Model:   model,

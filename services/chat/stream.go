@@ -13,6 +13,7 @@ import (
 	"github.com/llmgw/gateway/services/llm"
 	"github.com/llmgw/gateway/services/provider"
 	"github.com/llmgw/gateway/services/sse"
+	"github.com/llmgw/gateway/services/wire"
 )
 
 type streamChunk struct {
@@ -239,7 +240,7 @@ func (d *StreamDecoder) toolCall(tc *streamCall) error {
 		}
 		id := tc.ID
 		if id == "" {
-			id = newID("call_")
+			id = wire.NewID("call_")
 		}
 		// Some servers send index 0 for every call; a new id is a new call
 		// all the same.
@@ -319,9 +320,9 @@ func (s *StreamWriter) Write(ev llm.Event) error {
 			b := s.open(`{"tool_calls":[{"index":`)
 			b = strconv.AppendInt(b, int64(wb.tool), 10)
 			b = append(b, `,"id":`...)
-			b = appendString(b, ev.Block.ToolCallID)
+			b = wire.AppendString(b, ev.Block.ToolCallID)
 			b = append(b, `,"type":"function","function":{"name":`...)
-			b = appendString(b, ev.Block.ToolName)
+			b = wire.AppendString(b, ev.Block.ToolName)
 			b = append(b, `,"arguments":""}}]}`...)
 			s.blocks = append(s.blocks, wb)
 			return s.close(b, "")
@@ -334,12 +335,12 @@ func (s *StreamWriter) Write(ev llm.Event) error {
 			b := s.open(`{"tool_calls":[{"index":`)
 			b = strconv.AppendInt(b, int64(wb.tool), 10)
 			b = append(b, `,"function":{"arguments":`...)
-			b = appendString(b, ev.PartialJSON)
+			b = wire.AppendString(b, ev.PartialJSON)
 			b = append(b, `}}]}`...)
 			return s.close(b, "")
 		case wb.kind == llm.BlockText && ev.Text != "":
 			b := s.open(`{"content":`)
-			b = appendString(b, ev.Text)
+			b = wire.AppendString(b, ev.Text)
 			b = append(b, '}')
 			return s.close(b, "")
 		}
@@ -375,11 +376,11 @@ func (s *StreamWriter) block(index int) writerBlock {
 func (s *StreamWriter) start(id string) error {
 	s.started = true
 	b := append(s.prefix[:0], `{"id":`...)
-	b = appendString(b, withPrefix("chatcmpl-", id))
+	b = wire.AppendString(b, wire.WithPrefix("chatcmpl-", id))
 	b = append(b, `,"object":"chat.completion.chunk","created":`...)
 	b = strconv.AppendInt(b, time.Now().Unix(), 10)
 	b = append(b, `,"model":`...)
-	b = appendString(b, s.model)
+	b = wire.AppendString(b, s.model)
 	s.prefix = append(b, `,"choices":[`...)
 	return s.close(s.open(`{"role":"assistant","content":""}`), "")
 }
@@ -397,7 +398,7 @@ func (s *StreamWriter) close(b []byte, finish string) error {
 	if finish == "" {
 		b = append(b, "null"...)
 	} else {
-		b = appendString(b, finish)
+		b = wire.AppendString(b, finish)
 	}
 	b = append(b, '}', ']')
 	if s.includeUsage {
@@ -431,9 +432,9 @@ func (s *StreamWriter) WriteError(e *apierr.Error) error {
 	}
 	s.done = true
 	b := append(s.buf[:0], `{"error":{"message":`...)
-	b = appendString(b, e.Message)
+	b = wire.AppendString(b, e.Message)
 	b = append(b, `,"type":`...)
-	b = appendString(b, string(e.Type))
+	b = wire.AppendString(b, string(e.Type))
 	b = append(b, `,"code":null}}`...)
 	s.buf = b
 	if err := s.w.WriteData(b); err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/llmgw/gateway/services/llm"
 	"github.com/llmgw/gateway/services/provider"
 	"github.com/llmgw/gateway/services/sse"
+	"github.com/llmgw/gateway/services/wire"
 )
 
 // Transcripts recorded from OpenAI-compatible upstreams (ids shortened).
@@ -351,7 +352,7 @@ func TestStreamWriterNoStart(t *testing.T) {
 
 func TestAppendString(t *testing.T) {
 	for _, s := range []string{"", "plain", "q\"b\\s/", "\x00\x01\x1f\n\r\t", "é漢字🙂", "bad\xffutf8", "\u2028\u2029", "<&>"} {
-		got := appendString(nil, s)
+		got := wire.AppendString(nil, s)
 		var back string
 		if err := json.Unmarshal(got, &back); err != nil {
 			t.Fatalf("%q → %s: %v", s, got, err)

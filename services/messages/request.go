@@ -14,20 +14,21 @@ import (
 
 	"github.com/llmgw/gateway/services/apierr"
 	"github.com/llmgw/gateway/services/llm"
+	"github.com/llmgw/gateway/services/wire"
 )
 
 // wireRequest is the client body; see chat.wireRequest for why scalars are
 // opt* types and polymorphic fields raw.
 type wireRequest struct {
-	Model         optString       `json:"model"`
-	MaxTokens     optNumber       `json:"max_tokens"`
+	Model         wire.OptString  `json:"model"`
+	MaxTokens     wire.OptNumber  `json:"max_tokens"`
 	Messages      []wireMessage   `json:"messages"`
 	System        json.RawMessage `json:"system"`
-	Temperature   optNumber       `json:"temperature"`
-	TopP          optNumber       `json:"top_p"`
-	TopK          optNumber       `json:"top_k"`
+	Temperature   wire.OptNumber  `json:"temperature"`
+	TopP          wire.OptNumber  `json:"top_p"`
+	TopK          wire.OptNumber  `json:"top_k"`
 	StopSequences json.RawMessage `json:"stop_sequences"`
-	Stream        optBool         `json:"stream"`
+	Stream        wire.OptBool    `json:"stream"`
 	Tools         json.RawMessage `json:"tools"`
 	ToolChoice    json.RawMessage `json:"tool_choice"`
 	Metadata      json.RawMessage `json:"metadata"`
@@ -45,8 +46,8 @@ func knownKey(k string) bool {
 }
 
 type wireMessage struct {
-	Role      optString `json:"role"`
-	Content   content   `json:"content"`
+	Role      wire.OptString `json:"role"`
+	Content   content        `json:"content"`
 	notObject bool
 }
 
@@ -64,7 +65,7 @@ func (c *content) UnmarshalJSON(b []byte) error {
 		return nil
 	case '"':
 		c.Set, c.IsString = true, true
-		var s optString
+		var s wire.OptString
 		_ = s.UnmarshalJSON(b)
 		c.Text = s.V
 		return nil
@@ -81,44 +82,44 @@ func (c *content) UnmarshalJSON(b []byte) error {
 
 // wireBlock is any content block; which fields matter depends on Type.
 type wireBlock struct {
-	Type      optString       `json:"type"`
-	Text      optString       `json:"text"`
+	Type      wire.OptString  `json:"type"`
+	Text      wire.OptString  `json:"text"`
 	Source    json.RawMessage `json:"source"`
-	ID        optString       `json:"id"`
-	Name      optString       `json:"name"`
+	ID        wire.OptString  `json:"id"`
+	Name      wire.OptString  `json:"name"`
 	Input     json.RawMessage `json:"input"`
-	ToolUseID optString       `json:"tool_use_id"`
+	ToolUseID wire.OptString  `json:"tool_use_id"`
 	Content   content         `json:"content"`
-	IsError   optBool         `json:"is_error"`
-	Thinking  optString       `json:"thinking"`
-	Signature optString       `json:"signature"`
+	IsError   wire.OptBool    `json:"is_error"`
+	Thinking  wire.OptString  `json:"thinking"`
+	Signature wire.OptString  `json:"signature"`
 }
 
 type wireSource struct {
-	Type      optString `json:"type"`
-	MediaType optString `json:"media_type"`
-	Data      optString `json:"data"`
-	URL       optString `json:"url"`
+	Type      wire.OptString `json:"type"`
+	MediaType wire.OptString `json:"media_type"`
+	Data      wire.OptString `json:"data"`
+	URL       wire.OptString `json:"url"`
 }
 
 type wireTool struct {
-	Type        optString       `json:"type"`
-	Name        optString       `json:"name"`
-	Description optString       `json:"description"`
+	Type        wire.OptString  `json:"type"`
+	Name        wire.OptString  `json:"name"`
+	Description wire.OptString  `json:"description"`
 	InputSchema json.RawMessage `json:"input_schema"`
 }
 
 type wireToolChoice struct {
-	Type                   optString `json:"type"`
-	Name                   optString `json:"name"`
-	DisableParallelToolUse optBool   `json:"disable_parallel_tool_use"`
+	Type                   wire.OptString `json:"type"`
+	Name                   wire.OptString `json:"name"`
+	DisableParallelToolUse wire.OptBool   `json:"disable_parallel_tool_use"`
 }
 
 // DecodeRequest parses and validates a /v1/messages body. Errors are
 // *apierr.Error (400 invalid_request_error) listing every bad field.
 func DecodeRequest(body []byte) (*llm.Request, error) {
 	var w wireRequest
-	var errs fieldErrs
+	var errs wire.FieldErrs
 	messagesBad := false
 	if err := json.Unmarshal(body, &w); err != nil {
 		var te *json.UnmarshalTypeError
@@ -134,54 +135,54 @@ func DecodeRequest(body []byte) (*llm.Request, error) {
 
 	switch m := w.Model; {
 	case !m.Set:
-		errs.add("model", "is required")
+		errs.Add("model", "is required")
 	case m.Bad:
-		errs.add("model", "must be a string")
+		errs.Add("model", "must be a string")
 	case m.V == "":
-		errs.add("model", "must not be empty")
+		errs.Add("model", "must not be empty")
 	default:
 		req.Model = m.V
 	}
 	if !w.MaxTokens.Set {
-		errs.add("max_tokens", "is required")
+		errs.Add("max_tokens", "is required")
 	} else {
-		req.MaxTokens = errs.integer("max_tokens", w.MaxTokens, 1)
+		req.MaxTokens = errs.Integer("max_tokens", w.MaxTokens, 1)
 	}
 	switch {
 	case messagesBad:
-		errs.add("messages", "must be an array")
+		errs.Add("messages", "must be an array")
 	case w.Messages == nil:
-		errs.add("messages", "is required")
+		errs.Add("messages", "is required")
 	case len(w.Messages) == 0:
-		errs.add("messages", "must not be empty")
+		errs.Add("messages", "must not be empty")
 	}
 	req.Messages = decodeMessages(w.Messages, &errs)
 	req.System = decodeSystem(w.System, &errs)
-	req.Temperature = errs.number("temperature", w.Temperature, 0, 1)
-	req.TopP = errs.number("top_p", w.TopP, 0, 1)
-	req.TopK = errs.integer("top_k", w.TopK, 0)
+	req.Temperature = errs.Number("temperature", w.Temperature, 0, 1)
+	req.TopP = errs.Number("top_p", w.TopP, 0, 1)
+	req.TopK = errs.Integer("top_k", w.TopK, 0)
 	req.Stop = decodeStrings("stop_sequences", w.StopSequences, &errs)
 	if w.Stream.Bad {
-		errs.add("stream", "must be a boolean")
+		errs.Add("stream", "must be a boolean")
 	}
 	req.Stream = w.Stream.V
 	req.Tools = decodeTools(w.Tools, &errs)
 	req.ToolChoice, req.ParallelToolCalls = decodeToolChoice(w.ToolChoice, &errs)
-	if !isNull(w.Metadata) {
+	if !wire.IsNull(w.Metadata) {
 		var md struct {
-			UserID optString `json:"user_id"`
+			UserID wire.OptString `json:"user_id"`
 		}
-		if errs.decodeElem("metadata", w.Metadata, &md) {
+		if errs.DecodeElem("metadata", w.Metadata, &md) {
 			if md.UserID.Bad {
-				errs.add("metadata.user_id", "must be a string")
+				errs.Add("metadata.user_id", "must be a string")
 			}
 			req.User = md.UserID.V
 		}
 	}
-	if err := errs.err(); err != nil {
+	if err := errs.Err(); err != nil {
 		return nil, err
 	}
-	req.Extra = extras(body, knownKey)
+	req.Extra = wire.Extras(body, knownKey)
 	return req, nil
 }
 
@@ -191,7 +192,7 @@ func markMessages(body []byte, w *wireRequest) (notArray bool) {
 		Messages json.RawMessage `json:"messages"`
 	}
 	_ = json.Unmarshal(body, &probe)
-	if isNull(probe.Messages) {
+	if wire.IsNull(probe.Messages) {
 		return false
 	}
 	var elems []json.RawMessage
@@ -207,31 +208,31 @@ func markMessages(body []byte, w *wireRequest) (notArray bool) {
 	return false
 }
 
-func decodeMessages(in []wireMessage, errs *fieldErrs) []llm.Message {
+func decodeMessages(in []wireMessage, errs *wire.FieldErrs) []llm.Message {
 	out := make([]llm.Message, 0, len(in))
 	for i := range in {
 		m := &in[i]
 		path := "messages[" + strconv.Itoa(i) + "]"
 		if m.notObject {
-			errs.add(path, "must be an object")
+			errs.Add(path, "must be an object")
 			continue
 		}
 		var role llm.Role
 		switch {
 		case !m.Role.Set:
-			errs.add(path+".role", "is required")
+			errs.Add(path+".role", "is required")
 		case m.Role.V == "user":
 			role = llm.RoleUser
 		case m.Role.V == "assistant":
 			role = llm.RoleAssistant
 		default:
-			errs.add(path+".role", "must be one of user, assistant")
+			errs.Add(path+".role", "must be one of user, assistant")
 		}
 		switch {
 		case m.Content.Bad:
-			errs.add(path+".content", "must be a string or an array of content blocks")
+			errs.Add(path+".content", "must be a string or an array of content blocks")
 		case !m.Content.Set:
-			errs.add(path+".content", "is required")
+			errs.Add(path+".content", "is required")
 		}
 		if role == "" {
 			continue
@@ -243,7 +244,7 @@ func decodeMessages(in []wireMessage, errs *fieldErrs) []llm.Message {
 
 // decodeBlocks converts a content; nested (tool_result content) allows only
 // text and image.
-func decodeBlocks(c content, path string, errs *fieldErrs, top bool) []llm.Block {
+func decodeBlocks(c content, path string, errs *wire.FieldErrs, top bool) []llm.Block {
 	if c.Bad || !c.Set {
 		return nil
 	}
@@ -257,7 +258,7 @@ func decodeBlocks(c content, path string, errs *fieldErrs, top bool) []llm.Block
 		switch t := b.Type.V; {
 		case t == "text":
 			if !b.Text.Set || b.Text.Bad {
-				errs.add(bp+".text", "must be a string")
+				errs.Add(bp+".text", "must be a string")
 				continue
 			}
 			out = append(out, llm.Block{Type: llm.BlockText, Text: b.Text.V})
@@ -267,15 +268,15 @@ func decodeBlocks(c content, path string, errs *fieldErrs, top bool) []llm.Block
 			}
 		case t == "tool_use" && top:
 			if !b.ID.Set || b.ID.Bad || b.ID.V == "" {
-				errs.add(bp+".id", "must be a non-empty string")
+				errs.Add(bp+".id", "must be a non-empty string")
 			}
 			if !b.Name.Set || b.Name.Bad || b.Name.V == "" {
-				errs.add(bp+".name", "must be a non-empty string")
+				errs.Add(bp+".name", "must be a non-empty string")
 			}
 			input := json.RawMessage(`{}`)
-			if !isNull(b.Input) {
+			if !wire.IsNull(b.Input) {
 				if b.Input[0] != '{' {
-					errs.add(bp+".input", "must be an object")
+					errs.Add(bp+".input", "must be an object")
 					continue
 				}
 				input = b.Input
@@ -283,13 +284,13 @@ func decodeBlocks(c content, path string, errs *fieldErrs, top bool) []llm.Block
 			out = append(out, llm.Block{Type: llm.BlockToolUse, ToolCallID: b.ID.V, ToolName: b.Name.V, ToolInput: input})
 		case t == "tool_result" && top:
 			if !b.ToolUseID.Set || b.ToolUseID.Bad || b.ToolUseID.V == "" {
-				errs.add(bp+".tool_use_id", "must be a non-empty string")
+				errs.Add(bp+".tool_use_id", "must be a non-empty string")
 			}
 			if b.IsError.Bad {
-				errs.add(bp+".is_error", "must be a boolean")
+				errs.Add(bp+".is_error", "must be a boolean")
 			}
 			if b.Content.Bad {
-				errs.add(bp+".content", "must be a string or an array of content blocks")
+				errs.Add(bp+".content", "must be a string or an array of content blocks")
 			}
 			res := llm.Block{Type: llm.BlockToolResult, ToolCallID: b.ToolUseID.V, IsError: b.IsError.V}
 			if !(b.Content.IsString && b.Content.Text == "") {
@@ -298,60 +299,60 @@ func decodeBlocks(c content, path string, errs *fieldErrs, top bool) []llm.Block
 			out = append(out, res)
 		case t == "thinking" && top:
 			if b.Thinking.Bad {
-				errs.add(bp+".thinking", "must be a string")
+				errs.Add(bp+".thinking", "must be a string")
 			}
 			if b.Signature.Bad {
-				errs.add(bp+".signature", "must be a string")
+				errs.Add(bp+".signature", "must be a string")
 			}
 			out = append(out, llm.Block{Type: llm.BlockThinking, Text: b.Thinking.V, Signature: b.Signature.V})
 		case t == "redacted_thinking" && top:
 			// Encrypted reasoning only Anthropic can read; the canonical form
 			// has no slot for it, so it is dropped.
 		case !b.Type.Set:
-			errs.add(bp+".type", "is required")
+			errs.Add(bp+".type", "is required")
 		case top:
-			errs.add(bp+".type", "must be one of text, image, tool_use, tool_result, thinking")
+			errs.Add(bp+".type", "must be one of text, image, tool_use, tool_result, thinking")
 		default:
-			errs.add(bp+".type", "must be one of text, image")
+			errs.Add(bp+".type", "must be one of text, image")
 		}
 	}
 	return out
 }
 
-func decodeImage(raw json.RawMessage, path string, errs *fieldErrs) (llm.Block, bool) {
-	if isNull(raw) {
-		errs.add(path, "is required")
+func decodeImage(raw json.RawMessage, path string, errs *wire.FieldErrs) (llm.Block, bool) {
+	if wire.IsNull(raw) {
+		errs.Add(path, "is required")
 		return llm.Block{}, false
 	}
 	var s wireSource
-	if !errs.decodeElem(path, raw, &s) {
+	if !errs.DecodeElem(path, raw, &s) {
 		return llm.Block{}, false
 	}
 	switch s.Type.V {
 	case "base64":
 		ok := true
 		if !s.MediaType.Set || s.MediaType.Bad || s.MediaType.V == "" {
-			errs.add(path+".media_type", "must be a non-empty string")
+			errs.Add(path+".media_type", "must be a non-empty string")
 			ok = false
 		}
 		if !s.Data.Set || s.Data.Bad || s.Data.V == "" {
-			errs.add(path+".data", "must be a non-empty string")
+			errs.Add(path+".data", "must be a non-empty string")
 			ok = false
 		}
 		return llm.Block{Type: llm.BlockImage, MediaType: s.MediaType.V, ImageData: s.Data.V}, ok
 	case "url":
 		if !s.URL.Set || s.URL.Bad || s.URL.V == "" {
-			errs.add(path+".url", "must be a non-empty string")
+			errs.Add(path+".url", "must be a non-empty string")
 			return llm.Block{}, false
 		}
 		return llm.Block{Type: llm.BlockImage, ImageURL: s.URL.V}, true
 	}
-	errs.add(path+".type", "must be one of base64, url")
+	errs.Add(path+".type", "must be one of base64, url")
 	return llm.Block{}, false
 }
 
-func decodeSystem(raw json.RawMessage, errs *fieldErrs) string {
-	if isNull(raw) {
+func decodeSystem(raw json.RawMessage, errs *wire.FieldErrs) string {
+	if wire.IsNull(raw) {
 		return ""
 	}
 	if raw[0] == '"' {
@@ -360,21 +361,21 @@ func decodeSystem(raw json.RawMessage, errs *fieldErrs) string {
 		return s
 	}
 	var blocks []struct {
-		Type optString `json:"type"`
-		Text optString `json:"text"`
+		Type wire.OptString `json:"type"`
+		Text wire.OptString `json:"text"`
 	}
 	if raw[0] != '[' || json.Unmarshal(raw, &blocks) != nil {
-		errs.add("system", "must be a string or an array of text blocks")
+		errs.Add("system", "must be a string or an array of text blocks")
 		return ""
 	}
 	parts := make([]string, 0, len(blocks))
 	for i, b := range blocks {
 		if b.Type.V != "text" {
-			errs.add("system["+strconv.Itoa(i)+"].type", "must be text")
+			errs.Add("system["+strconv.Itoa(i)+"].type", "must be text")
 			continue
 		}
 		if !b.Text.Set || b.Text.Bad {
-			errs.add("system["+strconv.Itoa(i)+"].text", "must be a string")
+			errs.Add("system["+strconv.Itoa(i)+"].text", "must be a string")
 			continue
 		}
 		parts = append(parts, b.Text.V)
@@ -382,52 +383,52 @@ func decodeSystem(raw json.RawMessage, errs *fieldErrs) string {
 	return strings.Join(parts, "\n\n")
 }
 
-func decodeStrings(field string, raw json.RawMessage, errs *fieldErrs) []string {
-	if isNull(raw) {
+func decodeStrings(field string, raw json.RawMessage, errs *wire.FieldErrs) []string {
+	if wire.IsNull(raw) {
 		return nil
 	}
 	var out []string
 	if raw[0] != '[' || json.Unmarshal(raw, &out) != nil {
-		errs.add(field, "must be an array of strings")
+		errs.Add(field, "must be an array of strings")
 		return nil
 	}
 	return out
 }
 
-func decodeTools(raw json.RawMessage, errs *fieldErrs) []llm.Tool {
-	if isNull(raw) {
+func decodeTools(raw json.RawMessage, errs *wire.FieldErrs) []llm.Tool {
+	if wire.IsNull(raw) {
 		return nil
 	}
 	var elems []json.RawMessage
 	if raw[0] != '[' || json.Unmarshal(raw, &elems) != nil {
-		errs.add("tools", "must be an array")
+		errs.Add("tools", "must be an array")
 		return nil
 	}
 	out := make([]llm.Tool, 0, len(elems))
 	for i, el := range elems {
 		tp := "tools[" + strconv.Itoa(i) + "]"
 		var t wireTool
-		if !errs.decodeElem(tp, el, &t) {
+		if !errs.DecodeElem(tp, el, &t) {
 			continue
 		}
 		if t.Type.Set && t.Type.V != "custom" {
 			// Server tools (web search, code execution...) run inside
 			// Anthropic; no other upstream can honour them.
-			errs.add(tp+".type", "must be custom")
+			errs.Add(tp+".type", "must be custom")
 			continue
 		}
 		if !t.Name.Set || t.Name.Bad || t.Name.V == "" {
-			errs.add(tp+".name", "must be a non-empty string")
+			errs.Add(tp+".name", "must be a non-empty string")
 		}
 		if t.Description.Bad {
-			errs.add(tp+".description", "must be a string")
+			errs.Add(tp+".description", "must be a string")
 		}
 		switch {
-		case isNull(t.InputSchema):
-			errs.add(tp+".input_schema", "is required")
+		case wire.IsNull(t.InputSchema):
+			errs.Add(tp+".input_schema", "is required")
 			continue
 		case t.InputSchema[0] != '{':
-			errs.add(tp+".input_schema", "must be an object")
+			errs.Add(tp+".input_schema", "must be an object")
 			continue
 		}
 		out = append(out, llm.Tool{Name: t.Name.V, Description: t.Description.V, Parameters: t.InputSchema})
@@ -435,12 +436,12 @@ func decodeTools(raw json.RawMessage, errs *fieldErrs) []llm.Tool {
 	return out
 }
 
-func decodeToolChoice(raw json.RawMessage, errs *fieldErrs) (*llm.ToolChoice, *bool) {
-	if isNull(raw) {
+func decodeToolChoice(raw json.RawMessage, errs *wire.FieldErrs) (*llm.ToolChoice, *bool) {
+	if wire.IsNull(raw) {
 		return nil, nil
 	}
 	var tc wireToolChoice
-	if !errs.decodeElem("tool_choice", raw, &tc) {
+	if !errs.DecodeElem("tool_choice", raw, &tc) {
 		return nil, nil
 	}
 	var out *llm.ToolChoice
@@ -453,16 +454,16 @@ func decodeToolChoice(raw json.RawMessage, errs *fieldErrs) (*llm.ToolChoice, *b
 		out = &llm.ToolChoice{Mode: llm.ToolChoiceNone}
 	case "tool":
 		if !tc.Name.Set || tc.Name.Bad || tc.Name.V == "" {
-			errs.add("tool_choice.name", "must be a non-empty string")
+			errs.Add("tool_choice.name", "must be a non-empty string")
 			return nil, nil
 		}
 		out = &llm.ToolChoice{Mode: llm.ToolChoiceTool, Name: tc.Name.V}
 	default:
-		errs.add("tool_choice.type", "must be one of auto, any, none, tool")
+		errs.Add("tool_choice.type", "must be one of auto, any, none, tool")
 		return nil, nil
 	}
 	if tc.DisableParallelToolUse.Bad {
-		errs.add("tool_choice.disable_parallel_tool_use", "must be a boolean")
+		errs.Add("tool_choice.disable_parallel_tool_use", "must be a boolean")
 	}
 	if tc.DisableParallelToolUse.V {
 		f := false

@@ -5,6 +5,7 @@ import (
 
 	"github.com/llmgw/gateway/services/llm"
 	"github.com/llmgw/gateway/services/provider"
+	"github.com/llmgw/gateway/services/wire"
 )
 
 type wireResponse struct {
@@ -148,7 +149,7 @@ type outUsage struct {
 // cache reads whichever upstream answered.
 func EncodeResponse(resp *llm.Response, model string) ([]byte, error) {
 	out := outResponse{
-		ID:         withPrefix("msg_", resp.ID),
+		ID:         wire.WithPrefix("msg_", resp.ID),
 		Type:       "message",
 		Role:       "assistant",
 		Content:    make([]outBlock, 0, len(resp.Content)),

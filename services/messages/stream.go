@@ -12,6 +12,7 @@ import (
 	"github.com/llmgw/gateway/services/llm"
 	"github.com/llmgw/gateway/services/provider"
 	"github.com/llmgw/gateway/services/sse"
+	"github.com/llmgw/gateway/services/wire"
 )
 
 // streamEvent is any Anthropic stream event; which fields are set depends
@@ -286,10 +287,10 @@ func (s *StreamWriter) Write(ev llm.Event) error {
 			return err
 		}
 		b := append(s.buf[:0], `{"type":"message_delta","delta":{"stop_reason":`...)
-		b = appendString(b, stopReasonOut(ev.FinishReason))
+		b = wire.AppendString(b, stopReasonOut(ev.FinishReason))
 		b = append(b, `,"stop_sequence":`...)
 		if ev.FinishReason == llm.FinishStopSequence && ev.StopSequence != "" {
-			b = appendString(b, ev.StopSequence)
+			b = wire.AppendString(b, ev.StopSequence)
 		} else {
 			b = append(b, "null"...)
 		}
@@ -327,9 +328,9 @@ func (s *StreamWriter) start(ev llm.Event) error {
 		u = *ev.Usage
 	}
 	b := append(s.buf[:0], `{"type":"message_start","message":{"id":`...)
-	b = appendString(b, withPrefix("msg_", ev.ID))
+	b = wire.AppendString(b, wire.WithPrefix("msg_", ev.ID))
 	b = append(b, `,"type":"message","role":"assistant","content":[],"model":`...)
-	b = appendString(b, s.model)
+	b = wire.AppendString(b, s.model)
 	b = append(b, `,"stop_reason":null,"stop_sequence":null,"usage":`...)
 	b = appendUsage(b, u, 0)
 	b = append(b, `}}`...)
@@ -349,9 +350,9 @@ func (s *StreamWriter) openBlock(index int, blk *llm.Block) error {
 		b = append(b, `{"type":"text","text":""}`...)
 	case llm.BlockToolUse:
 		b = append(b, `{"type":"tool_use","id":`...)
-		b = appendString(b, blk.ToolCallID)
+		b = wire.AppendString(b, blk.ToolCallID)
 		b = append(b, `,"name":`...)
-		b = appendString(b, blk.ToolName)
+		b = wire.AppendString(b, blk.ToolName)
 		b = append(b, `,"input":{}}`...)
 	case llm.BlockThinking:
 		b = append(b, `{"type":"thinking","thinking":""}`...)
@@ -394,16 +395,16 @@ func (s *StreamWriter) delta(ev llm.Event) error {
 	switch {
 	case wb.kind == llm.BlockToolUse && ev.PartialJSON != "":
 		b = append(b, `,"delta":{"type":"input_json_delta","partial_json":`...)
-		b = appendString(b, ev.PartialJSON)
+		b = wire.AppendString(b, ev.PartialJSON)
 	case wb.kind == llm.BlockText && ev.Text != "":
 		b = append(b, `,"delta":{"type":"text_delta","text":`...)
-		b = appendString(b, ev.Text)
+		b = wire.AppendString(b, ev.Text)
 	case wb.kind == llm.BlockThinking && ev.Text != "":
 		b = append(b, `,"delta":{"type":"thinking_delta","thinking":`...)
-		b = appendString(b, ev.Text)
+		b = wire.AppendString(b, ev.Text)
 	case wb.kind == llm.BlockThinking && ev.Signature != "":
 		b = append(b, `,"delta":{"type":"signature_delta","signature":`...)
-		b = appendString(b, ev.Signature)
+		b = wire.AppendString(b, ev.Signature)
 	default:
 		return nil
 	}
@@ -433,9 +434,9 @@ func (s *StreamWriter) WriteError(e *apierr.Error) error {
 	}
 	s.done = true
 	b := append(s.buf[:0], `{"type":"error","error":{"type":`...)
-	b = appendString(b, string(e.Type))
+	b = wire.AppendString(b, string(e.Type))
 	b = append(b, `,"message":`...)
-	b = appendString(b, e.Message)
+	b = wire.AppendString(b, e.Message)
 	b = append(b, `}}`...)
 	return s.emit("error", b)
 }

@@ -1,4 +1,8 @@
-package messages
+// Package wire holds the JSON helpers the client wire formats (chat,
+// messages, responses) share: optional fields that never fail a decode so
+// validation can name every bad field, the field-error collector, a
+// one-pass scan for uninterpreted top-level fields, and id helpers.
+package wire
 
 import (
 	"bytes"
@@ -12,19 +16,15 @@ import (
 	"github.com/llmgw/gateway/services/apierr"
 )
 
-// The helpers in this file are a copy (on purpose, kept in step) of
-// services/chat/wire.go: the format packages are spokes of the canonical hub
-// and never import each other.
-
-// optString is an optional JSON string that never fails the decode: a value
+// OptString is an optional JSON string that never fails the decode: a value
 // of the wrong type sets Bad so validation can report every bad field, not
 // only the first one encoding/json would return. null counts as absent.
-type optString struct {
+type OptString struct {
 	Set, Bad bool
 	V        string
 }
 
-func (o *optString) UnmarshalJSON(b []byte) error {
+func (o *OptString) UnmarshalJSON(b []byte) error {
 	switch b[0] {
 	case 'n':
 		return nil
@@ -40,13 +40,13 @@ func (o *optString) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// optNumber is an optional JSON number (see optString).
-type optNumber struct {
+// OptNumber is an optional JSON number (see OptString).
+type OptNumber struct {
 	Set, Bad bool
 	V        float64
 }
 
-func (o *optNumber) UnmarshalJSON(b []byte) error {
+func (o *OptNumber) UnmarshalJSON(b []byte) error {
 	if b[0] == 'n' {
 		return nil
 	}
@@ -63,13 +63,13 @@ func (o *optNumber) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// optBool is an optional JSON boolean (see optString).
-type optBool struct {
+// OptBool is an optional JSON boolean (see OptString).
+type OptBool struct {
 	Set, Bad bool
 	V        bool
 }
 
-func (o *optBool) UnmarshalJSON(b []byte) error {
+func (o *OptBool) UnmarshalJSON(b []byte) error {
 	switch b[0] {
 	case 'n':
 		return nil
@@ -83,18 +83,18 @@ func (o *optBool) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// isNull reports whether raw is absent or the JSON literal null.
-func isNull(raw json.RawMessage) bool { return len(raw) == 0 || raw[0] == 'n' }
+// IsNull reports whether raw is absent or the JSON literal null.
+func IsNull(raw json.RawMessage) bool { return len(raw) == 0 || raw[0] == 'n' }
 
-// fieldErrs collects validation failures in body order.
-type fieldErrs []apierr.FieldError
+// FieldErrs collects validation failures in body order.
+type FieldErrs []apierr.FieldError
 
-func (e *fieldErrs) add(field, reason string) {
+func (e *FieldErrs) Add(field, reason string) {
 	*e = append(*e, apierr.FieldError{Field: field, Reason: reason})
 }
 
 // err renders the collected failures as one 400, or nil.
-func (e fieldErrs) err() error {
+func (e FieldErrs) Err() error {
 	if len(e) == 0 {
 		return nil
 	}
@@ -106,17 +106,17 @@ func (e fieldErrs) err() error {
 }
 
 // number validates an optional number against [lo, hi].
-func (e *fieldErrs) number(field string, o optNumber, lo, hi float64) *float64 {
+func (e *FieldErrs) Number(field string, o OptNumber, lo, hi float64) *float64 {
 	if !o.Set {
 		return nil
 	}
 	switch {
 	case o.Bad:
-		e.add(field, "must be a number")
+		e.Add(field, "must be a number")
 	case o.V < lo:
-		e.add(field, "must be >= "+strconv.FormatFloat(lo, 'g', -1, 64))
+		e.Add(field, "must be >= "+strconv.FormatFloat(lo, 'g', -1, 64))
 	case o.V > hi:
-		e.add(field, "must be <= "+strconv.FormatFloat(hi, 'g', -1, 64))
+		e.Add(field, "must be <= "+strconv.FormatFloat(hi, 'g', -1, 64))
 	default:
 		v := o.V
 		return &v
@@ -125,15 +125,15 @@ func (e *fieldErrs) number(field string, o optNumber, lo, hi float64) *float64 {
 }
 
 // integer validates an optional integer >= lo.
-func (e *fieldErrs) integer(field string, o optNumber, lo int) *int {
+func (e *FieldErrs) Integer(field string, o OptNumber, lo int) *int {
 	if !o.Set {
 		return nil
 	}
 	switch {
 	case o.Bad || o.V != float64(int64(o.V)) || o.V > 1<<53:
-		e.add(field, "must be an integer")
+		e.Add(field, "must be an integer")
 	case o.V < float64(lo):
-		e.add(field, "must be >= "+strconv.Itoa(lo))
+		e.Add(field, "must be >= "+strconv.Itoa(lo))
 	default:
 		v := int(o.V)
 		return &v
@@ -141,8 +141,8 @@ func (e *fieldErrs) integer(field string, o optNumber, lo int) *int {
 	return nil
 }
 
-// typeReason turns a type mismatch from a nested decode into a reason.
-func typeReason(err error) (path, reason string) {
+// TypeReason turns a type mismatch from a nested decode into a reason.
+func TypeReason(err error) (path, reason string) {
 	te, ok := err.(*json.UnmarshalTypeError)
 	if !ok {
 		return "", "is invalid"
@@ -164,22 +164,22 @@ func typeReason(err error) (path, reason string) {
 
 // decodeElem decodes one array element into v, reporting a type mismatch at
 // path (plus the nested field encoding/json names).
-func (e *fieldErrs) decodeElem(path string, raw []byte, v any) bool {
+func (e *FieldErrs) DecodeElem(path string, raw []byte, v any) bool {
 	if err := json.Unmarshal(raw, v); err != nil {
-		sub, reason := typeReason(err)
+		sub, reason := TypeReason(err)
 		if sub != "" {
 			path += "." + sub
 		}
-		e.add(path, reason)
+		e.Add(path, reason)
 		return false
 	}
 	return true
 }
 
-// extras returns the top-level fields of a valid JSON object body whose keys
+// Extras returns the top-level fields of a valid JSON object body whose keys
 // known does not claim, with their raw values (copied). It walks the bytes
 // once instead of decoding the body a second time into a map.
-func extras(body []byte, known func(string) bool) map[string]json.RawMessage {
+func Extras(body []byte, known func(string) bool) map[string]json.RawMessage {
 	var out map[string]json.RawMessage
 	i := skipWS(body, 0)
 	if i >= len(body) || body[i] != '{' {
@@ -281,14 +281,14 @@ func skipValue(b []byte, i int) int {
 	return i
 }
 
-// newID returns prefix plus 26 random base32 characters.
-func newID(prefix string) string { return prefix + rand.Text() }
+// NewID returns prefix plus 26 random base32 characters.
+func NewID(prefix string) string { return prefix + rand.Text() }
 
-// withPrefix keeps an upstream id (useful to correlate with provider logs)
+// WithPrefix keeps an upstream id (useful to correlate with provider logs)
 // but gives it the prefix clients of this format expect.
-func withPrefix(prefix, id string) string {
+func WithPrefix(prefix, id string) string {
 	if id == "" {
-		return newID(prefix)
+		return NewID(prefix)
 	}
 	if strings.HasPrefix(id, prefix) {
 		return id
@@ -298,11 +298,11 @@ func withPrefix(prefix, id string) string {
 
 const hexDigits = "0123456789abcdef"
 
-// appendString appends s as a JSON string. Stream frames are built by hand
+// AppendString appends s as a JSON string. Stream frames are built by hand
 // from precomputed prefixes (one append per token, no reflection); this is
 // the one piece of JSON encoding they need. Invalid UTF-8 becomes U+FFFD and
 // U+2028/U+2029 are escaped, as encoding/json does.
-func appendString(b []byte, s string) []byte {
+func AppendString(b []byte, s string) []byte {
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); {
@@ -348,4 +348,49 @@ func appendString(b []byte, s string) []byte {
 	}
 	b = append(b, s[start:]...)
 	return append(b, '"')
+}
+
+// List is an optional JSON array decoded in one pass. When the array or an
+// element has the wrong shape, it keeps the raw bytes instead, so that
+// validation can decode element by element and name each bad one; the
+// common, valid body pays for one decode only.
+type List[T any] struct {
+	Set bool
+	V   []T
+	Raw json.RawMessage // set only when the one-pass decode failed
+}
+
+func (l *List[T]) UnmarshalJSON(b []byte) error {
+	if b[0] == 'n' {
+		return nil
+	}
+	l.Set = true
+	if b[0] == '[' && json.Unmarshal(b, &l.V) == nil {
+		return nil
+	}
+	l.V = nil
+	l.Raw = append(json.RawMessage(nil), b...)
+	return nil
+}
+
+// each calls fn for every element that decoded, with its path.
+func (l *List[T]) Each(path string, errs *FieldErrs, fn func(p string, v *T)) {
+	if l.Raw == nil {
+		for i := range l.V {
+			fn(path+"["+strconv.Itoa(i)+"]", &l.V[i])
+		}
+		return
+	}
+	var elems []json.RawMessage
+	if l.Raw[0] != '[' || json.Unmarshal(l.Raw, &elems) != nil {
+		errs.Add(path, "must be an array")
+		return
+	}
+	for i, el := range elems {
+		p := path + "[" + strconv.Itoa(i) + "]"
+		var v T
+		if errs.DecodeElem(p, el, &v) {
+			fn(p, &v)
+		}
+	}
 }
