@@ -149,10 +149,20 @@ memory() {
 	sleep 1
 }
 
+# The machine is shared: record how busy it was as each target started, so a
+# noisy figure can be told from a slow one. Our own previous runs count too.
+loadavg() { cut -d' ' -f1 /proc/loadavg >"$WORK/$1-loadavg.txt"; }
+read -r LOAD1 _ </proc/loadavg
+if awk -v l="$LOAD1" 'BEGIN { exit !(l > 1.0) }'; then
+	log "NOTICE: 1-min load average is $LOAD1 before the run: other work on this machine will add noise"
+fi
+
 log "(a) direct to the mock"
+loadavg direct
 suite direct "http://127.0.0.1:$MOCK_PORT" "$MODEL" "$MOCK_KEY" "$MOCK_PID" || die "direct runs failed"
 
 log "(b) bare httputil reverse proxy"
+loadavg bare
 memory bare "http://127.0.0.1:$BARE_PORT" "$MODEL" "$SLOW_MODEL" "$MOCK_KEY" "$BARE_PID" || die "bare proxy memory runs failed"
 suite bare "http://127.0.0.1:$BARE_PORT" "$MODEL" "$MOCK_KEY" "$BARE_PID" || die "bare proxy runs failed"
 
@@ -160,6 +170,7 @@ suite bare "http://127.0.0.1:$BARE_PORT" "$MODEL" "$MOCK_KEY" "$BARE_PID" || die
 gateway() {
 	local name=$1 driver=$2 dsn=$3 key pid rc=0
 	log "(c) gateway, $driver"
+	loadavg "$name"
 	GATEWAY_SERVER_PORT=$GW_PORT \
 		GATEWAY_DATABASE_DRIVER=$driver \
 		GATEWAY_DATABASE_DSN=$dsn \

@@ -207,6 +207,13 @@ func writeReport(w io.Writer, r results, command, goVersion string) {
 		return fmt.Sprintf("%.1f (%d held, %.1f→%.1f MiB)", x.KiBPerStream, x.HeldAtEnd,
 			float64(x.RSSBeforeKiB)/1024, float64(x.RSSHeldKiB)/1024)
 	})
+	row("1-min load average as the target's runs began", func(t target) string {
+		b, err := os.ReadFile(filepath.Join(r.dir, t.key+"-loadavg.txt"))
+		if err != nil {
+			return ""
+		}
+		return strings.TrimSpace(string(b))
+	})
 	row("errors / non-2xx (all runs)", func(t target) string {
 		var e, n int64
 		seen := false
