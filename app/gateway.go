@@ -130,6 +130,10 @@ func (a *App) limitsAndBudgets(load budget.SpendLoader, now func() time.Time) (l
 		return nil, nil, fmt.Errorf("config: redis.url is not a valid Redis URL: %w", err)
 	}
 	opts.DialTimeout, opts.ReadTimeout, opts.WriteTimeout = time.Second, time.Second, time.Second
+	// Fail fast while Redis is down: the failover's once-a-second probe runs
+	// on a client request, and go-redis' defaults (5 dial attempts 100ms
+	// apart, 3 command retries) made that request wait about a second.
+	opts.DialerRetries, opts.MaxRetries = 1, 1
 	rc := redis.NewClient(opts)
 	a.OnClose(func(context.Context) error { return rc.Close() })
 	state := func(what string) func(bool, error) {
