@@ -122,8 +122,8 @@ func testErrors(t *testing.T, s *suite) {
 					t.Errorf("details.status %v, want %v", details["status"], tc.upStatus)
 				}
 			case 429:
-				if details["scope"] != "provider" {
-					t.Errorf("details.scope %v, want provider", details["scope"])
+				if details["scope"] != "provider" || str(details["limit_type"]) == "" {
+					t.Errorf("details.scope %v limit_type %v, want provider and a limit type", details["scope"], details["limit_type"])
 				}
 				if resp.Header.Get("Retry-After") == "" {
 					t.Errorf("no Retry-After header")

@@ -20,6 +20,7 @@ func TestModelAPI(t *testing.T) {
 			{"endpoints", testEndpoints},
 			{"streams", testStreams},
 			{"tools", testTools},
+			{"translation", testTranslation},
 			{"routing", testRouting},
 			{"errors", testErrors},
 			{"midstream", testMidStream},
