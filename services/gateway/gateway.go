@@ -260,7 +260,9 @@ func (s *Service) attempts(ctx context.Context, call *Call, do attemptFunc) erro
 			}
 			call.Provider, call.UpstreamModel = p.Name, cand.Model
 			call.Attempts++
-			tried++
+			if retry == 0 {
+				tried++ // targets, not attempts: retries of one target are still one target
+			}
 			aerr := s.runAttempt(ctx, client, target, do)
 			s.settleProvider(res, call, aerr == nil)
 			if aerr == nil {
