@@ -24,6 +24,8 @@ func TestModelAPI(t *testing.T) {
 			{"routing", testRouting},
 			{"errors", testErrors},
 			{"midstream", testMidStream},
+			{"stream_errors", testStreamErrors},
+			{"key_limits", testKeyLimits},
 			{"disconnect", testDisconnect},
 			{"models", testListModels},
 			{"admin_changes", testAdminChanges},
