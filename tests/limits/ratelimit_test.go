@@ -95,6 +95,26 @@ func TestKeyTPMExactUnderConcurrency(t *testing.T) {
 				t.Error("429 without Retry-After")
 			}
 		}
+		// Reservations are corrected by the real usage: max_tokens 100
+		// reserves 109 tokens but uses 12, so tpm 300 admits 16 sequential
+		// calls (12×15+109 = 289 fits, 12×16+109 = 301 does not).
+		_, secret3 := key(t, env, map[string]any{"tpm_limit": 300})
+		wide := chatBody("m")
+		wide["max_tokens"] = 100
+		n := 0
+		for ; n < 30; n++ {
+			if r := chat(env, secret3, wide); r.status != 200 {
+				if r.status != 429 {
+					t.Fatalf("call %d: %d %s", n, r.status, r.body)
+				}
+				break
+			}
+		}
+		t.Logf("tpm 300, reserve 109, use 12: %d sequential calls succeeded", n)
+		if n != 16 {
+			t.Errorf("%d calls succeeded, want 16", n)
+		}
+
 		// A request whose max_tokens alone exceeds what is left is refused.
 		big := chatBody("m")
 		big["max_tokens"] = 1000

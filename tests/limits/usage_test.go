@@ -100,12 +100,16 @@ func TestUsageStatsMatchTraffic(t *testing.T) {
 		for i := 0; i < 2; i++ {
 			expect(chat(env, s1, bad), 400, "k1 invalid")
 		}
-		// k2: 3 streams + 4 upstream 500s (502) + 1 unknown model (404).
+		// k2: 3 streams + 4 upstream 500s (502) + 1 unknown model (404),
 		stream := chatBody("m")
 		stream["stream"] = true
 		for i := 0; i < 3; i++ {
 			r := chat(env, s2, stream)
 			expect(r, 200, "k2 stream")
+		}
+		// and 2 calls in the Anthropic messages format.
+		for i := 0; i < 2; i++ {
+			expect(post(env.Client, env.BaseURL, "/v1/messages", s2, chatBody("m")), 200, "k2 messages")
 		}
 		for i := 0; i < 4; i++ {
 			expect(chat(env, s2, chatBody("bad")), 502, "k2 upstream 500")
@@ -125,7 +129,7 @@ func TestUsageStatsMatchTraffic(t *testing.T) {
 		errs := func(n int64) figures { return figures{Requests: n, Errors: n} }
 		add := func(fs ...figures) figures { return sumRows(fs) }
 
-		total := add(ok(5), errs(2), ok(3), errs(4), errs(1), ok(1), errs(1))
+		total := add(ok(5), errs(2), ok(5), errs(4), errs(1), ok(1), errs(1))
 		all := getStats(t, env, url.Values{})
 		t.Logf("totals %+v", all.Totals)
 		sameFigures(t, "totals", all.Totals, total)
@@ -144,21 +148,21 @@ func TestUsageStatsMatchTraffic(t *testing.T) {
 				}
 			case "key":
 				sameFigures(t, "key k1", byGroup[k1], add(ok(5), errs(2)))
-				sameFigures(t, "key k2", byGroup[k2], add(ok(3), errs(4), errs(1)))
+				sameFigures(t, "key k2", byGroup[k2], add(ok(5), errs(4), errs(1)))
 				sameFigures(t, "key k3", byGroup[k3], add(ok(1), errs(1)))
 			case "model":
 				// A body that fails validation is recorded without a model.
-				sameFigures(t, "model m", byGroup["m"], add(ok(9), errs(1)))
+				sameFigures(t, "model m", byGroup["m"], add(ok(11), errs(1)))
 				sameFigures(t, "model of invalid bodies", byGroup[""], errs(2))
 				sameFigures(t, "model bad", byGroup["bad"], errs(4))
 				sameFigures(t, "model nope", byGroup["nope"], errs(1))
 			case "provider":
-				sameFigures(t, "provider mock", byGroup["mock"], ok(9))
+				sameFigures(t, "provider mock", byGroup["mock"], ok(11))
 				sameFigures(t, "provider mockbad", byGroup["mockbad"], errs(4))
 				t.Logf("provider groups %+v", s.Data)
 			}
 		}
-		sameFigures(t, "filter key_id", getStats(t, env, url.Values{"key_id": {k2}}).Totals, add(ok(3), errs(5)))
+		sameFigures(t, "filter key_id", getStats(t, env, url.Values{"key_id": {k2}}).Totals, add(ok(5), errs(5)))
 		sameFigures(t, "filter provider", getStats(t, env, url.Values{"provider": {"mockbad"}}).Totals, errs(4))
 		sameFigures(t, "filter model", getStats(t, env, url.Values{"model": {"m"}, "key_id": {k1}}).Totals, ok(5))
 		yesterday := time.Now().UTC().AddDate(0, 0, -1).Format("2006-01-02")
