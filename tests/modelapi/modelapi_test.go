@@ -24,6 +24,7 @@ func TestModelAPI(t *testing.T) {
 			{"routing", testRouting},
 			{"errors", testErrors},
 			{"midstream", testMidStream},
+			{"edges", testEdges},
 			{"stream_errors", testStreamErrors},
 			{"key_limits", testKeyLimits},
 			{"disconnect", testDisconnect},
