@@ -5,6 +5,7 @@
 package sdk_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -441,12 +442,35 @@ type errCase struct {
 	status int
 }
 
+// checkEnvelope: the SDK error carries the gateway's documented error
+// envelope ({"detail":{"error":{type,message,details}}}), which is not the
+// vendors' shape, so openai.Error.Message stays empty; the status is what
+// the SDKs act on.
+func checkEnvelope(t *testing.T, dump []byte) {
+	t.Helper()
+	if i := bytes.Index(dump, []byte("\r\n\r\n")); i >= 0 {
+		dump = dump[i+4:]
+	}
+	var env struct {
+		Detail struct {
+			Error *struct {
+				Type    string `json:"type"`
+				Message string `json:"message"`
+			} `json:"error"`
+		} `json:"detail"`
+	}
+	if err := json.Unmarshal(dump, &env); err != nil || env.Detail.Error == nil || env.Detail.Error.Type == "" || env.Detail.Error.Message == "" {
+		t.Errorf("error body is not the gateway envelope: %q", dump)
+	}
+}
+
 func openaiStatus(t *testing.T, err error) int {
 	t.Helper()
 	var e *openai.Error
 	if !errors.As(err, &e) {
 		t.Fatalf("error %T %v is not *openai.Error", err, err)
 	}
+	checkEnvelope(t, e.DumpResponse(true))
 	return e.StatusCode
 }
 
@@ -456,6 +480,7 @@ func anthropicStatus(t *testing.T, err error) int {
 	if !errors.As(err, &e) {
 		t.Fatalf("error %T %v is not *anthropic.Error", err, err)
 	}
+	checkEnvelope(t, e.DumpResponse(true))
 	return e.StatusCode
 }
 
