@@ -3,6 +3,7 @@ package limits
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -77,6 +78,29 @@ func TestTwoInstancesShareLimits(t *testing.T) {
 		if !near(num(k["current_spend"]), 5*callCost) {
 			t.Errorf("%s: current_spend %v, want %v", env.BaseURL, k["current_spend"], 5*callCost)
 		}
+	}
+
+	// Under-reserved calls (the prompt estimate is 24 tokens, the real
+	// count 40): sequential calls alternating between the instances see each
+	// other's spend, so the budget is passed by at most one call's
+	// difference (actual 4.3 - reserved 2.7 = 1.6). Budget 8: 4.3, then
+	// 4.3+2.7 = 7.0 fits (ending at 8.6), then refused.
+	uid, usecret := key(t, a, map[string]any{"budget_limit": 8.0})
+	waitKnown(t, b, usecret)
+	long := chatBody("m")
+	long["messages"] = []any{map[string]any{"role": "user", "content": strings.TrimSpace(strings.Repeat("a ", 40))}}
+	n := 0
+	var last result
+	for ; n < 10; n++ {
+		if last = chat(envs[n%2], usecret, long); last.status != 200 {
+			break
+		}
+	}
+	const actual, reserved = 43.0 / 1000 * price, 27.0 / 1000 * price
+	spend := num(b.MustAdmin(200, "GET", "/admin/keys/"+uid, nil)["current_spend"])
+	t.Logf("budget 8, reserve %.1f, cost %.1f, alternating instances: %d calls, spend %.2f", reserved, actual, n, spend)
+	if n != 2 || last.status != 402 || !near(spend, 2*actual) || spend > 8+(actual-reserved)+1e-9 {
+		t.Errorf("%d calls (last %d), spend %v; want 2 calls, then 402, spend %v", n, last.status, spend, 2*actual)
 	}
 
 	// A key disabled through A is refused by B within 1 s.
