@@ -39,6 +39,9 @@ func newUpstream(t *testing.T) *upstream {
 		}
 		_ = json.Unmarshal(b.Bytes(), &m)
 		r.Body = readCloser{bytes.NewReader(b.Bytes())}
+		if rest, ok := strings.CutPrefix(r.URL.Path, "/openai/deployments/"); ok {
+			m.Model, _, _ = strings.Cut(rest, "/") // azure: the deployment
+		}
 		ch := u.endedChan(m.Model)
 		defer close(ch)
 		u.Server.ServeHTTP(w, r)

@@ -74,6 +74,8 @@ func testMidStream(t *testing.T, s *suite) {
 func testDisconnect(t *testing.T, s *suite) {
 	for _, tc := range []struct{ name, path, model string }{
 		{"chat_openai", "/v1/chat/completions", "oai:dc-chat+chunks-200+gap-200"},
+		{"chat_azure", "/v1/chat/completions", "az:dc-chat-az+chunks-200+gap-200"},
+		{"chat_anthropic", "/v1/chat/completions", "ant:dc-chat-ant+chunks-200+gap-200"},
 		{"messages_anthropic", "/v1/messages", "ant:dc-msg+chunks-200+gap-200"},
 		{"messages_openai", "/v1/messages", "oai:dc-msg-oai+chunks-200+gap-200"},
 	} {
@@ -122,6 +124,50 @@ func testDisconnect(t *testing.T, s *suite) {
 			default:
 			}
 			cancel()
+			select {
+			case <-ended:
+			case <-time.After(time.Second):
+				t.Fatalf("upstream request still running 1s after the client disconnected")
+			}
+		})
+	}
+}
+
+// testDisconnectWaiting: a client that leaves while the upstream has not
+// answered yet also ends the upstream request.
+func testDisconnectWaiting(t *testing.T, s *suite) {
+	for _, p := range providerTypes {
+		t.Run(p.typ, func(t *testing.T) {
+			t.Parallel()
+			up := "dcw-" + p.typ + "+hang"
+			raw, _ := json.Marshal(chatBody(p.name+":"+up, false))
+			ctx, cancel := context.WithCancel(context.Background())
+			req, _ := http.NewRequestWithContext(ctx, "POST", s.env.BaseURL+"/v1/chat/completions", bytes.NewReader(raw))
+			req.Header.Set("Authorization", "Bearer "+s.key)
+			req.Header.Set("Content-Type", "application/json")
+			errc := make(chan error, 1)
+			go func() {
+				resp, err := s.env.Client.Do(req)
+				if err == nil {
+					resp.Body.Close()
+				}
+				errc <- err
+			}()
+			var ended chan struct{}
+			deadline := time.Now().Add(5 * time.Second)
+			for ended == nil {
+				if time.Now().After(deadline) {
+					t.Fatalf("upstream never saw the request")
+				}
+				if ch, ok := s.up.endedFor(up); ok {
+					ended = ch
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			cancel()
+			if err := <-errc; err == nil {
+				t.Errorf("request finished without error after cancel")
+			}
 			select {
 			case <-ended:
 			case <-time.After(time.Second):

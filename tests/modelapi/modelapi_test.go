@@ -28,6 +28,7 @@ func TestModelAPI(t *testing.T) {
 			{"stream_errors", testStreamErrors},
 			{"key_limits", testKeyLimits},
 			{"disconnect", testDisconnect},
+			{"disconnect_waiting", testDisconnectWaiting},
 			{"models", testListModels},
 			{"admin_changes", testAdminChanges},
 		}

@@ -64,6 +64,18 @@ func testTranslation(t *testing.T, s *suite) {
 		}
 	})
 
+	t.Run("max_completion_tokens_to_anthropic", func(t *testing.T) {
+		t.Parallel()
+		b := chatBody("ant:tx-mct", false)
+		delete(b, "max_tokens")
+		b["max_completion_tokens"] = 33
+		resp, raw := s.call("/v1/chat/completions", b)
+		wantStatus(t, resp, raw, 200)
+		if mt := s.up.one(t, "tx-mct").JSON()["max_tokens"]; num(mt) != 33 {
+			t.Errorf("anthropic max_tokens %v, want 33", mt)
+		}
+	})
+
 	t.Run("same_format_passthrough", func(t *testing.T) {
 		t.Parallel()
 		up := "tx-pass"
