@@ -1,6 +1,7 @@
 package middleware
 
 import (
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -37,6 +38,8 @@ func Decode(decode Decoder, cat *catalog.Catalog, defaultOutputTokens int) gin.H
 		}
 		req, err := decode(body)
 		if err != nil {
+			// The usage record still names the model the client asked for.
+			call.Request = requestedModel(body)
 			abort(c, err)
 			return
 		}
@@ -54,6 +57,21 @@ func Decode(decode Decoder, cat *catalog.Catalog, defaultOutputTokens int) gin.H
 		call.EstimatedTokens = gateway.EstimateTotalTokens(req, defaultOutputTokens)
 		c.Next()
 	}
+}
+
+// requestedModel is what a body the decoder refused says about its model and
+// streaming, for the usage record (nil when it says nothing readable).
+func requestedModel(body []byte) *llm.Request {
+	var probe struct {
+		Model  any  `json:"model"`
+		Stream bool `json:"stream"`
+	}
+	_ = json.Unmarshal(body, &probe) // best effort: a wrong-typed field leaves the others set
+	m, _ := probe.Model.(string)
+	if m == "" {
+		return nil
+	}
+	return &llm.Request{Model: m, Stream: probe.Stream}
 }
 
 // Account opens the model call, and once the request is done (whatever its

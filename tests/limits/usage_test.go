@@ -151,9 +151,8 @@ func TestUsageStatsMatchTraffic(t *testing.T) {
 				sameFigures(t, "key k2", byGroup[k2], add(ok(5), errs(4), errs(1)))
 				sameFigures(t, "key k3", byGroup[k3], add(ok(1), errs(1)))
 			case "model":
-				// A body that fails validation is recorded without a model.
-				sameFigures(t, "model m", byGroup["m"], add(ok(11), errs(1)))
-				sameFigures(t, "model of invalid bodies", byGroup[""], errs(2))
+				// A body that fails validation is recorded under the model it names.
+				sameFigures(t, "model m", byGroup["m"], add(ok(11), errs(3)))
 				sameFigures(t, "model bad", byGroup["bad"], errs(4))
 				sameFigures(t, "model nope", byGroup["nope"], errs(1))
 			case "provider":
@@ -164,7 +163,7 @@ func TestUsageStatsMatchTraffic(t *testing.T) {
 		}
 		sameFigures(t, "filter key_id", getStats(t, env, url.Values{"key_id": {k2}}).Totals, add(ok(5), errs(5)))
 		sameFigures(t, "filter provider", getStats(t, env, url.Values{"provider": {"mockbad"}}).Totals, errs(4))
-		sameFigures(t, "filter model", getStats(t, env, url.Values{"model": {"m"}, "key_id": {k1}}).Totals, ok(5))
+		sameFigures(t, "filter model", getStats(t, env, url.Values{"model": {"m"}, "key_id": {k1}}).Totals, add(ok(5), errs(2)))
 		yesterday := time.Now().UTC().AddDate(0, 0, -1).Format("2006-01-02")
 		sameFigures(t, "yesterday", getStats(t, env, url.Values{"start_date": {yesterday}, "end_date": {yesterday}}).Totals, figures{})
 	})
