@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"math"
 	"net/http"
 	"sort"
 	"strings"
@@ -256,4 +257,35 @@ func testAdminChanges(t *testing.T, s *suite) {
 	s.env.MustAdmin(200, "PUT", "/admin/providers/"+id, map[string]any{"enabled": false})
 	resp, raw = s.call("/v1/chat/completions", chatBody("oai-edit:pe", false))
 	wantError(t, resp, raw, 503, "service_unavailable")
+}
+
+// testSpend: each call (streams included, usage chunk not requested) is
+// charged from the upstream's usage at the serving alias's prices; a
+// provider:model call uses the first alias with that provider and model.
+func testSpend(t *testing.T, s *suite) {
+	s.alias(map[string]any{"alias": "priced", "provider": "oai", "model": "priced-m", "input_price_per_1k": 2.0, "output_price_per_1k": 4.0})
+	k := s.newKey(map[string]any{"name": "spender"})
+	key, id := k["key"].(string), k["id"].(string)
+	for _, tc := range []struct {
+		path string
+		body any
+	}{
+		{"/v1/chat/completions", chatBody("priced", false)},
+		{"/v1/chat/completions", chatBody("oai:priced-m", false)},
+		{"/v1/chat/completions", chatBody("priced", true)},
+		{"/v1/messages", messagesBody("priced", true)},
+	} {
+		resp, raw := s.callKey(key, tc.path, tc.body)
+		wantStatus(t, resp, raw, 200)
+	}
+	// 5 input × 2/1k + 3 output × 4/1k = 0.022 per call.
+	const want = 4 * 0.022
+	var got float64
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		got = num(s.env.MustAdmin(200, "GET", "/admin/keys/"+id, nil)["current_spend"])
+		if math.Abs(got-want) < 1e-9 {
+			return
+		}
+	}
+	t.Errorf("current_spend %v, want %v", got, want)
 }

@@ -30,6 +30,7 @@ func TestModelAPI(t *testing.T) {
 			{"disconnect", testDisconnect},
 			{"disconnect_waiting", testDisconnectWaiting},
 			{"models", testListModels},
+			{"spend", testSpend},
 			{"admin_changes", testAdminChanges},
 		}
 		for _, g := range groups {
