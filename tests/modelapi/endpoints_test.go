@@ -196,6 +196,13 @@ func checkUpstreamRequest(t *testing.T, r mockupstream.Request, typ, ep string, 
 	if b == nil {
 		t.Fatalf("upstream body not JSON: %s", r.Body)
 	}
+	for name, vals := range r.Header {
+		for _, v := range vals {
+			if strings.Contains(v, "sk-gw-") || strings.Contains(v, "sk-admin") {
+				t.Errorf("client credential leaked upstream in %s: %q", name, v)
+			}
+		}
+	}
 	switch typ {
 	case "openai":
 		if r.Path != "/v1/chat/completions" || r.Header.Get("Authorization") != "Bearer sk-up" {

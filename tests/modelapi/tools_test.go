@@ -142,6 +142,8 @@ func testTools(t *testing.T, s *suite) {
 		{"auto", map[string]any{"type": "auto"}, `"auto"`},
 		{"any", map[string]any{"type": "any"}, `"required"`},
 		{"tool", map[string]any{"type": "tool", "name": "get_time"}, `{"type":"function","function":{"name":"get_time"}}`},
+		{"none", map[string]any{"type": "none"}, `"none"`},
+		{"auto_no_parallel", map[string]any{"type": "auto", "disable_parallel_tool_use": true}, `"auto"`},
 	}
 	for _, tc := range mchoices {
 		t.Run("messages_to_openai/"+tc.name, func(t *testing.T) {
@@ -154,6 +156,9 @@ func testTools(t *testing.T, s *suite) {
 			wantStatus(t, resp, raw, 200)
 			b := s.up.one(t, up).JSON()
 			jsonEq(t, b["tool_choice"], tc.want)
+			if tc.name == "auto_no_parallel" && b["parallel_tool_calls"] != false {
+				t.Errorf("parallel_tool_calls %v, want false", b["parallel_tool_calls"])
+			}
 			jsonEq(t, b["tools"], `[
 				{"type":"function","function":{"name":"get_weather","description":"Weather for a place","parameters":{"type":"object","properties":{"location":{"type":"string"}}}}},
 				{"type":"function","function":{"name":"get_time","description":"Time in a zone","parameters":{"type":"object","properties":{"timezone":{"type":"string"}}}}}]`)

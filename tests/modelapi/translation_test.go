@@ -76,6 +76,21 @@ func testTranslation(t *testing.T, s *suite) {
 		}
 	})
 
+	t.Run("anthropic_passthrough", func(t *testing.T) {
+		t.Parallel()
+		up := "tx-apass"
+		body := messagesBody("ant:"+up, false)
+		body["top_k"] = 5
+		body["metadata"] = map[string]any{"user_id": "u-1"}
+		resp, raw := s.call("/v1/messages", body)
+		wantStatus(t, resp, raw, 200)
+		b := s.up.one(t, up).JSON()
+		if b["top_k"] != float64(5) || path(b, "metadata", "user_id") != "u-1" || b["model"] != up {
+			t.Errorf("upstream body %s", s.up.one(t, up).Body)
+		}
+		jsonEq(t, b["stop_sequences"], `["END"]`)
+	})
+
 	t.Run("same_format_passthrough", func(t *testing.T) {
 		t.Parallel()
 		up := "tx-pass"
