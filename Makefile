@@ -65,3 +65,7 @@ cover: ## test coverage report (coverage.html)
 .PHONY: clean
 clean: ## remove build output and coverage files
 	rm -rf bin coverage.out coverage.html
+
+.PHONY: soak
+soak: ## 2-minute mixed-traffic soak on loopback
+	GATEWAY_SOAK=1 $(GO) test -race -run TestSoak -timeout 5m ./tests/soak/
