@@ -81,6 +81,22 @@ func testErrors(t *testing.T, s *suite) {
 		}
 	})
 
+	t.Run("401_deleted_key", func(t *testing.T) {
+		t.Parallel()
+		k := s.newKey(map[string]any{"name": "to-delete"})
+		resp, raw := s.callKey(k["key"].(string), "/v1/chat/completions", chatBody("oai:delk", false))
+		wantStatus(t, resp, raw, 200)
+		s.env.MustAdmin(200, "DELETE", "/admin/keys/"+k["id"].(string), nil)
+		resp, raw = s.callKey(k["key"].(string), "/v1/chat/completions", chatBody("oai:delk", false))
+		wantError(t, resp, raw, 401, "authentication_error")
+	})
+
+	t.Run("404_unknown_route", func(t *testing.T) {
+		t.Parallel()
+		resp, raw := s.call("/v1/no-such-endpoint", chatBody("oai:x", false))
+		wantError(t, resp, raw, 404, "not_found_error")
+	})
+
 	t.Run("403_expired_key", func(t *testing.T) {
 		t.Parallel()
 		exp := time.Now().Add(1500 * time.Millisecond).UTC().Format(time.RFC3339Nano)

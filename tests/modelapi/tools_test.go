@@ -92,7 +92,7 @@ func testTools(t *testing.T, s *suite) {
 			"model": "ant:" + up, "max_tokens": 50, "tools": chatTools(),
 			"messages": []any{
 				map[string]any{"role": "user", "content": "weather and time in Paris"},
-				map[string]any{"role": "assistant", "content": nil, "tool_calls": []any{
+				map[string]any{"role": "assistant", "content": "Let me check.", "tool_calls": []any{
 					map[string]any{"id": "call_1", "type": "function", "function": map[string]any{"name": "get_weather", "arguments": `{"location":"Paris"}`}},
 					map[string]any{"id": "call_2", "type": "function", "function": map[string]any{"name": "get_time", "arguments": ""}},
 				}},
@@ -109,6 +109,12 @@ func testTools(t *testing.T, s *suite) {
 		}
 		if path(msgs, 1, "role") != "assistant" || path(msgs, 2, "role") != "user" {
 			t.Errorf("roles %v %v", path(msgs, 1, "role"), path(msgs, 2, "role"))
+		}
+		if path(msgs, 1, "content", 0, "type") != "text" || path(msgs, 1, "content", 0, "text") != "Let me check." {
+			t.Errorf("assistant text not first: %v", path(msgs, 1, "content"))
+		}
+		if n := len(path(msgs, 1, "content").([]any)); path(msgs, 1, "content", n-1, "type") != "tool_use" {
+			t.Errorf("tool_use blocks not last: %v", path(msgs, 1, "content"))
 		}
 		var uses []any
 		for _, blk := range path(msgs, 1, "content").([]any) {
