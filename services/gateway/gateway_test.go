@@ -194,6 +194,20 @@ func TestRetrySameTargetThenSucceed(t *testing.T) {
 	}
 }
 
+// One target retried and still failing passes its own error on (502), not
+// "every provider failed" (503): retries do not make it several targets.
+func TestRetriedSingleTargetKeepsItsError(t *testing.T) {
+	up503 := &provider.UpstreamError{Status: 503}
+	up := &scripted{answers: map[string][]error{"a": {up503, up503}}}
+	reg := provider.NewRegistryOf(map[provider.Type]provider.Client{provider.TypeOpenAI: up})
+	s := New(reg, nil, nil, nil, Options{Timeout: time.Second, Retries: 1, RetryBackoff: time.Millisecond})
+	call := newCall(plan(routing.Simple{}, prov("a", true)))
+	_, err := s.Complete(context.Background(), call)
+	if e := apierr.From(err); e.Status != 502 || e.Type != apierr.TypeProvider || len(up.calls) != 2 {
+		t.Fatalf("got %d %s after %d calls, want 502 provider_error after 2", e.Status, e.Type, len(up.calls))
+	}
+}
+
 func TestNoRetryOnPlain500(t *testing.T) {
 	up := &scripted{answers: map[string][]error{"a": {&provider.UpstreamError{Status: 500}, nil}}}
 	reg := provider.NewRegistryOf(map[provider.Type]provider.Client{provider.TypeOpenAI: up})

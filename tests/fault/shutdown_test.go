@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -36,7 +35,6 @@ func TestSIGTERMDrains(t *testing.T) {
 	client := &http.Client{Transport: tr, Timeout: 20 * time.Second}
 	var (
 		wg       sync.WaitGroup
-		started  atomic.Int64
 		mu       sync.Mutex
 		failures []string
 	)
@@ -47,7 +45,6 @@ func TestSIGTERMDrains(t *testing.T) {
 		req, _ := http.NewRequest("POST", "http://"+p.addr+"/v1/chat/completions", bytes.NewReader(body))
 		req.Header.Set("Authorization", "Bearer "+key)
 		req.Header.Set("Content-Type", "application/json")
-		started.Add(1)
 		resp, err := client.Do(req)
 		if err != nil {
 			fail(model + ": " + err.Error())
@@ -71,9 +68,11 @@ func TestSIGTERMDrains(t *testing.T) {
 		wg.Add(1)
 		go send("gappy", true)
 	}
-	// Requests are in flight once all were sent and the mock is holding them.
-	eventually(3*time.Second, func() bool { return started.Load() == 210 })
-	time.Sleep(250 * time.Millisecond)
+	// In flight: every request reached the mock, which holds them 500ms
+	// (streams: 15 chunks 100ms apart).
+	if !eventually(5*time.Second, func() bool { return mock.Total() == 210 }) {
+		t.Fatalf("only %d of 210 requests reached the upstream", mock.Total())
+	}
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
