@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"math"
 	"net/http"
 	"sort"
@@ -288,4 +289,43 @@ func testSpend(t *testing.T, s *suite) {
 		}
 	}
 	t.Errorf("current_spend %v, want %v", got, want)
+}
+
+// testCutStreamBilled: a stream cut mid-way is still charged, estimated
+// from the text that arrived.
+func testCutStreamBilled(t *testing.T, s *suite) {
+	s.alias(map[string]any{"alias": "cut-priced", "provider": "oai", "model": "cutp+break-stream", "input_price_per_1k": 2.0, "output_price_per_1k": 4.0})
+	k := s.newKey(map[string]any{"name": "cutter"})
+	resp, raw := s.callKey(k["key"].(string), "/v1/chat/completions", chatBody("cut-priced", true))
+	wantStatus(t, resp, raw, 200)
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if num(s.env.MustAdmin(200, "GET", "/admin/keys/"+k["id"].(string), nil)["current_spend"]) > 0 {
+			return
+		}
+	}
+	t.Errorf("a cut stream was not charged")
+}
+
+// testConcurrentStreams runs many streams of every format and provider at
+// once (for the race detector and for cross-talk between streams).
+func testConcurrentStreams(t *testing.T, s *suite) {
+	for i := range 60 {
+		p := providerTypes[i%3]
+		t.Run(fmt.Sprint(i), func(t *testing.T) {
+			t.Parallel()
+			up := fmt.Sprintf("cs-%d", i)
+			model := p.name + ":" + up
+			if i%2 == 0 {
+				body := chatBody(model, true)
+				body["stream_options"] = map[string]any{"include_usage": true}
+				resp, raw := s.call("/v1/chat/completions", body)
+				wantStatus(t, resp, raw, 200)
+				checkChatStream(t, resp, raw, model, "Hello from "+up, true)
+			} else {
+				resp, raw := s.call("/v1/messages", messagesBody(model, true))
+				wantStatus(t, resp, raw, 200)
+				checkMessagesStream(t, resp, raw, model, "Hello from "+up)
+			}
+		})
+	}
 }

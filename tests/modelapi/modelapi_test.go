@@ -31,6 +31,8 @@ func TestModelAPI(t *testing.T) {
 			{"disconnect_waiting", testDisconnectWaiting},
 			{"models", testListModels},
 			{"spend", testSpend},
+			{"cut_stream_billed", testCutStreamBilled},
+			{"concurrent_streams", testConcurrentStreams},
 			{"admin_changes", testAdminChanges},
 		}
 		for _, g := range groups {
