@@ -122,7 +122,7 @@ func TestRedisKilledAndRestarted(t *testing.T) {
 			for i := 0; i < 15; i++ {
 				start := time.Now()
 				send(want)
-				if d := time.Since(start); d > 500*time.Millisecond {
+				if d := time.Since(start); d > 750*time.Millisecond {
 					t.Fatalf("request %d while Redis is down took %v", sent, d)
 				}
 				time.Sleep(100 * time.Millisecond)

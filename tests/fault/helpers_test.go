@@ -6,9 +6,7 @@ package fault
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -212,6 +210,3 @@ func eventually(d time.Duration, cond func() bool) bool {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
-
-var _ = context.Background
-var _ = io.EOF
