@@ -174,6 +174,9 @@ func TestDatabaseLost(t *testing.T) {
 	g.waitUsage(sent, 5*time.Second)
 
 	proxy.Cut()
+	// Let the catalog's 500ms reload poll fail a couple of times first: the
+	// cached keys, aliases and providers must stay in use.
+	time.Sleep(1200 * time.Millisecond)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var bad []string
