@@ -29,29 +29,29 @@ func Decode(decode Decoder, cat *catalog.Catalog, defaultOutputTokens int) gin.H
 		if err != nil {
 			var mbe *http.MaxBytesError
 			if errors.As(err, &mbe) {
-				abort(c, apierr.InvalidRequestStatus(http.StatusRequestEntityTooLarge,
+				deferAbort(c, apierr.InvalidRequestStatus(http.StatusRequestEntityTooLarge,
 					"The request body is larger than the server accepts.", map[string]any{"max_bytes": mbe.Limit}))
 				return
 			}
-			abort(c, apierr.InvalidRequest("The request body could not be read."))
+			deferAbort(c, apierr.InvalidRequest("The request body could not be read."))
 			return
 		}
 		req, err := decode(body)
 		if err != nil {
 			// The usage record still names the model the client asked for.
 			call.Request = requestedModel(body)
-			abort(c, err)
+			deferAbort(c, err)
 			return
 		}
 		call.Request = req
 		plan, err := routing.Resolve(cat.Current(), req.Model)
 		if err != nil {
-			abort(c, err)
+			deferAbort(c, err)
 			return
 		}
 		call.Plan = plan
 		if !call.Key.Allows(req.Model) {
-			abort(c, apierr.Permission("This API key may not use model '"+req.Model+"'."))
+			deferAbort(c, apierr.Permission("This API key may not use model '"+req.Model+"'."))
 			return
 		}
 		call.EstimatedTokens = gateway.EstimateTotalTokens(req, defaultOutputTokens)

@@ -8,6 +8,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/llmgw/gateway/services/apierr"
+	"github.com/llmgw/gateway/services/catalog"
 	"github.com/llmgw/gateway/services/limits"
 )
 
@@ -18,6 +19,15 @@ func RateLimit(l limits.Limiter) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		call := Call(c)
 		key := call.Key
+		if derr, ok := c.Get(decodeErrKey); ok {
+			// The request was refused before admission: it is not counted,
+			// but the answer still carries the key's RPM headers.
+			if key.RPMLimit > 0 {
+				peekHeaders(c, l, call.RequestID, key)
+			}
+			abort(c, derr.(error))
+			return
+		}
 		if key.RPMLimit <= 0 && key.TPMLimit <= 0 {
 			c.Next()
 			return
@@ -73,4 +83,34 @@ func setRateLimitHeaders(c *gin.Context, limit, remaining int64, reset time.Time
 	h.Set("X-RateLimit-Limit", strconv.FormatInt(limit, 10))
 	h.Set("X-RateLimit-Remaining", strconv.FormatInt(remaining, 10))
 	h.Set("X-RateLimit-Reset", strconv.FormatInt(reset.Unix(), 10))
+}
+
+// decodeErrKey holds an error Decode found; RateLimit renders it once the
+// RPM headers are set, so refused requests carry them too.
+const decodeErrKey = "gateway.decodeErr"
+
+// deferAbort hands err to RateLimit, the next step, instead of rendering it
+// at once.
+func deferAbort(c *gin.Context, err error) {
+	c.Set(decodeErrKey, err)
+	c.Next()
+	if !c.IsAborted() {
+		abort(c, err) // no RateLimit after Decode in this chain
+	}
+}
+
+// peekHeaders sets X-RateLimit-* without counting the request: it reserves
+// one request (no tokens) to read the window, then releases it.
+func peekHeaders(c *gin.Context, l limits.Limiter, requestID string, key *catalog.Key) {
+	ctx := context.WithoutCancel(c.Request.Context())
+	rule := limits.Rule{Scope: limits.ScopeKey, ID: key.ID, RPM: key.RPMLimit}
+	res, statuses, denial, err := l.Reserve(ctx, requestID, []limits.Rule{rule}, 0)
+	switch {
+	case err != nil:
+	case denial != nil:
+		setRateLimitHeaders(c, key.RPMLimit, 0, denial.ResetAt)
+	case len(statuses) > 0:
+		_ = l.Release(ctx, res)
+		setRateLimitHeaders(c, statuses[0].Limit, min(statuses[0].Remaining+1, statuses[0].Limit), statuses[0].ResetAt)
+	}
 }

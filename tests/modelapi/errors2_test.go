@@ -65,6 +65,9 @@ func testKeyLimits(t *testing.T, s *suite) {
 		}
 		resp, raw = s.callKey(k, "/v1/chat/completions", chatBody("oai:rpm", false))
 		_, details := wantError(t, resp, raw, 429, "rate_limit_error")
+		if resp.Header.Get("X-RateLimit-Limit") != "1" || resp.Header.Get("X-RateLimit-Remaining") != "0" {
+			t.Errorf("429 without X-RateLimit headers: %v", resp.Header)
+		}
 		if details["scope"] != "key" || details["limit_type"] != "rpm" || resp.Header.Get("Retry-After") == "" {
 			t.Errorf("details %v Retry-After %q", details, resp.Header.Get("Retry-After"))
 		}
@@ -72,6 +75,57 @@ func testKeyLimits(t *testing.T, s *suite) {
 			t.Errorf("limited request reached the upstream")
 		}
 	})
+	// X-RateLimit-* ride on every model-endpoint answer of a key with an RPM
+	// limit, errors included.
+	t.Run("ratelimit_headers_on_errors", func(t *testing.T) {
+		t.Parallel()
+		k := s.newKey(map[string]any{"name": "rpm100", "rpm_limit": 100})["key"].(string)
+		for _, tc := range []struct {
+			name, path string
+			body       any
+			status     int
+		}{
+			{"ok", "/v1/chat/completions", chatBody("oai:rlh", false), 200},
+			{"stream", "/v1/messages", messagesBody("ant:rlh", true), 200},
+			{"upstream_500", "/v1/chat/completions", chatBody("oai:rlh+fail-500", false), 502},
+			{"upstream_400", "/v1/messages", messagesBody("ant:rlh+fail-400", false), 400},
+			{"unknown_model", "/v1/chat/completions", chatBody("nope-rlh", false), 404},
+			{"validation", "/v1/messages", map[string]any{"model": "oai:rlh", "messages": []any{}}, 400},
+			{"bad_json", "/v1/chat/completions", "{", 400},
+		} {
+			resp, raw := s.callKey(k, tc.path, tc.body)
+			wantStatus(t, resp, raw, tc.status)
+			if resp.Header.Get("X-RateLimit-Limit") != "100" || resp.Header.Get("X-RateLimit-Remaining") == "" || resp.Header.Get("X-RateLimit-Reset") == "" {
+				t.Errorf("%s: X-RateLimit headers missing: %v", tc.name, resp.Header)
+			}
+		}
+	})
+
+	// Requests refused before admission do not use up the RPM allowance.
+	t.Run("refused_requests_not_counted", func(t *testing.T) {
+		t.Parallel()
+		k := s.newKey(map[string]any{"name": "rpm2", "rpm_limit": 2})["key"].(string)
+		for range 4 {
+			resp, raw := s.callKey(k, "/v1/chat/completions", chatBody("nope-rpm2", false))
+			wantStatus(t, resp, raw, 404)
+			if resp.Header.Get("X-RateLimit-Remaining") != "2" {
+				t.Errorf("remaining %q before any admitted request, want 2", resp.Header.Get("X-RateLimit-Remaining"))
+			}
+		}
+		for i := range 2 {
+			resp, raw := s.callKey(k, "/v1/chat/completions", chatBody("oai:rpm2", false))
+			wantStatus(t, resp, raw, 200)
+			if want := []string{"1", "0"}[i]; resp.Header.Get("X-RateLimit-Remaining") != want {
+				t.Errorf("remaining %q, want %s", resp.Header.Get("X-RateLimit-Remaining"), want)
+			}
+		}
+		resp, raw := s.callKey(k, "/v1/chat/completions", chatBody("nope-rpm2", false))
+		wantStatus(t, resp, raw, 404)
+		if resp.Header.Get("X-RateLimit-Remaining") != "0" {
+			t.Errorf("remaining %q at the limit, want 0", resp.Header.Get("X-RateLimit-Remaining"))
+		}
+	})
+
 	t.Run("402_key_budget", func(t *testing.T) {
 		t.Parallel()
 		s.alias(map[string]any{"alias": "pricey", "provider": "oai", "model": "pricey", "input_price_per_1k": 1000.0, "output_price_per_1k": 1000.0})
