@@ -66,6 +66,9 @@ func checkChatStream(t *testing.T, resp *http.Response, raw []byte, model, text 
 			t.Errorf("chunk %d has %d choices", i, len(choices))
 			continue
 		}
+		if u, present := c["usage"]; includeUsage && (!present || u != nil) {
+			t.Errorf("chunk %d: usage %v (present %v), want null while include_usage is set", i, u, present)
+		}
 		content.WriteString(str(path(choices, 0, "delta", "content")))
 		if fr := str(path(choices, 0, "finish_reason")); fr != "" {
 			finish = fr
