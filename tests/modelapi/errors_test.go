@@ -200,8 +200,15 @@ func testErrors(t *testing.T, s *suite) {
 			}
 			_ = details
 		}
+		// A timed-out target falls back to the next one.
+		ts.alias(chain("to-chain", [2]string{"oai", "toc+hang"}, [2]string{"ant", "toc-ok"}))
+		resp, raw := ts.call("/v1/chat/completions", chatBody("to-chain", false))
+		wantStatus(t, resp, raw, 200)
+		if resp.Header.Get("X-Gateway-Model") != "toc-ok" {
+			t.Errorf("served by %q", resp.Header.Get("X-Gateway-Model"))
+		}
 		// A stream that never starts is a JSON 504 too.
-		resp, raw := ts.call("/v1/chat/completions", chatBody("az:to-s+hang", true))
+		resp, raw = ts.call("/v1/chat/completions", chatBody("az:to-s+hang", true))
 		wantError(t, resp, raw, 504, "timeout_error")
 	})
 }

@@ -86,6 +86,37 @@ func testRouting(t *testing.T, s *suite) {
 		}
 	})
 
+	t.Run("fallback_on_429_401_and_all_429", func(t *testing.T) {
+		t.Parallel()
+		s.alias(chain("fb429", [2]string{"oai", "f429+fail-429"}, [2]string{"az", "f401+fail-401"}, [2]string{"ant", "f-ok"}))
+		resp, raw := s.call("/v1/chat/completions", chatBody("fb429", false))
+		wantStatus(t, resp, raw, 200)
+		if resp.Header.Get("X-Gateway-Provider") != "ant" || s.up.Count("f401+fail-401") != 1 || s.up.Count("f429+fail-429") < 1 {
+			t.Errorf("served by %q; counts 429:%d 401:%d", resp.Header.Get("X-Gateway-Provider"), s.up.Count("f429+fail-429"), s.up.Count("f401+fail-401"))
+		}
+		s.alias(chain("all429", [2]string{"oai", "a429+fail-429"}, [2]string{"ant", "b429+fail-429"}))
+		resp, raw = s.call("/v1/messages", messagesBody("all429", false))
+		_, details := wantError(t, resp, raw, 429, "rate_limit_error")
+		if details["scope"] != "provider" || resp.Header.Get("Retry-After") == "" || s.up.Count("b429+fail-429") == 0 {
+			t.Errorf("details %v Retry-After %q", details, resp.Header.Get("Retry-After"))
+		}
+	})
+
+	t.Run("load_balance_fails_over", func(t *testing.T) {
+		t.Parallel()
+		s.alias(map[string]any{"alias": "lbf", "routing_type": "load_balance", "routing_config": map[string]any{"targets": []any{
+			map[string]any{"provider": "oai", "model": "lbf-bad+fail-500", "weight": 1},
+			map[string]any{"provider": "oai2", "model": "lbf-ok", "weight": 1},
+		}}})
+		for range 20 {
+			resp, raw := s.call("/v1/chat/completions", chatBody("lbf", false))
+			wantStatus(t, resp, raw, 200)
+		}
+		if s.up.Count("lbf-ok") != 20 || s.up.Count("lbf-bad+fail-500") == 0 {
+			t.Errorf("counts ok %d bad %d", s.up.Count("lbf-ok"), s.up.Count("lbf-bad+fail-500"))
+		}
+	})
+
 	t.Run("client_error_no_fallback", func(t *testing.T) {
 		t.Parallel()
 		s.alias(chain("fb400", [2]string{"oai", "nf1+fail-400"}, [2]string{"oai2", "nf2"}))
