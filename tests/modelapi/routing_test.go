@@ -165,6 +165,34 @@ func testRouting(t *testing.T, s *suite) {
 		}
 	})
 
+	// api_base with a trailing slash, and the type inferred from the name.
+	t.Run("api_base_and_type_inference", func(t *testing.T) {
+		t.Parallel()
+		u := s.up.URL()
+		for _, p := range []map[string]any{
+			{"name": "slash-oai", "type": "openai", "api_base": u + "/v1/", "api_key": "sk-up"},
+			{"name": "slash-ant", "type": "anthropic", "api_base": u + "/", "api_key": "sk-up"},
+			{"name": "slash-az", "type": "azure", "api_base": u + "/", "api_key": "sk-up", "api_version": "2024-10-21"},
+			{"name": "my-anthropic", "api_base": u, "api_key": "sk-up"},
+			{"name": "my-azure", "api_base": u, "api_key": "sk-up", "api_version": "2024-10-21"},
+		} {
+			s.env.MustAdmin(201, "POST", "/admin/providers", p)
+		}
+		for _, tc := range []struct{ provider, model, path string }{
+			{"slash-oai", "ab-1", "/v1/chat/completions"},
+			{"slash-ant", "ab-2", "/v1/messages"},
+			{"slash-az", "ab-3", "/openai/deployments/ab-3/chat/completions"},
+			{"my-anthropic", "ab-4", "/v1/messages"},
+			{"my-azure", "ab-5", "/openai/deployments/ab-5/chat/completions"},
+		} {
+			resp, raw := s.call("/v1/chat/completions", chatBody(tc.provider+":"+tc.model, false))
+			wantStatus(t, resp, raw, 200)
+			if r := s.up.one(t, tc.model); r.Path != tc.path {
+				t.Errorf("%s: upstream path %q, want %q", tc.provider, r.Path, tc.path)
+			}
+		}
+	})
+
 	t.Run("unknown_model", func(t *testing.T) {
 		t.Parallel()
 		for _, m := range []string{"no-such-alias", "nosuchprovider:gpt-4o"} {
