@@ -249,12 +249,18 @@ func testAdminChanges(t *testing.T, s *suite) {
 	s.env.MustAdmin(200, "DELETE", "/admin/models/aliases/switch", nil)
 	resp, raw = s.call("/v1/chat/completions", chatBody("switch", false))
 	wantError(t, resp, raw, 404, "not_found_error")
-	// Editing a provider's credentials applies at once too: a wrong upstream
-	// key (the mock only accepts sk-up when told) → disabled provider → 503.
+	// Provider edits apply at once too: a rotated key, then disabling → 503.
 	s.provider("oai-edit", "openai")
 	id := providerID(t, s, "oai-edit")
 	resp, raw = s.call("/v1/chat/completions", chatBody("oai-edit:pe", false))
 	wantStatus(t, resp, raw, 200)
+	// A new upstream credential is used on the next request.
+	s.env.MustAdmin(200, "PUT", "/admin/providers/"+id, map[string]any{"api_key": "sk-rotated"})
+	resp, raw = s.call("/v1/chat/completions", chatBody("oai-edit:pe2", false))
+	wantStatus(t, resp, raw, 200)
+	if got := s.up.one(t, "pe2").Header.Get("Authorization"); got != "Bearer sk-rotated" {
+		t.Errorf("after key rotation upstream got %q", got)
+	}
 	s.env.MustAdmin(200, "PUT", "/admin/providers/"+id, map[string]any{"enabled": false})
 	resp, raw = s.call("/v1/chat/completions", chatBody("oai-edit:pe", false))
 	wantError(t, resp, raw, 503, "service_unavailable")
