@@ -131,6 +131,56 @@ func testTranslation(t *testing.T, s *suite) {
 		}
 	})
 
+	t.Run("length_streams", func(t *testing.T) {
+		t.Parallel()
+		b := chatBody("ant:lens-a", true)
+		b["max_tokens"] = 2
+		resp, raw := s.call("/v1/chat/completions", b)
+		wantStatus(t, resp, raw, 200)
+		finish := ""
+		for _, c := range checkChatStream(t, resp, raw, "ant:lens-a", "", false) {
+			if f := str(path(c, "choices", 0, "finish_reason")); f != "" {
+				finish = f
+			}
+		}
+		if finish != "length" {
+			t.Errorf("chat stream from anthropic cut: finish_reason %q", finish)
+		}
+		mb := messagesBody("oai:lens-o", true)
+		mb["max_tokens"] = 2
+		resp, raw = s.call("/v1/messages", mb)
+		wantStatus(t, resp, raw, 200)
+		stop := ""
+		for _, e := range checkMessagesStream(t, resp, raw, "oai:lens-o", "") {
+			if e.event == "message_delta" {
+				stop = str(path(e.json(t), "delta", "stop_reason"))
+			}
+		}
+		if stop != "max_tokens" {
+			t.Errorf("messages stream from openai cut: stop_reason %q", stop)
+		}
+	})
+
+	t.Run("chat_content_parts_to_anthropic", func(t *testing.T) {
+		t.Parallel()
+		up := "tx-parts"
+		body := map[string]any{"model": "ant:" + up, "max_tokens": 20, "messages": []any{
+			map[string]any{"role": "user", "content": []any{
+				map[string]any{"type": "text", "text": "first part"},
+				map[string]any{"type": "text", "text": "second part"},
+			}},
+		}}
+		resp, raw := s.call("/v1/chat/completions", body)
+		wantStatus(t, resp, raw, 200)
+		msgs, _ := s.up.one(t, up).JSON()["messages"].([]any)
+		if len(msgs) != 1 || textOf(path(msgs, 0, "content")) != "first part second part" {
+			t.Errorf("upstream messages %v", msgs)
+		}
+		if num(path(obj(t, raw), "usage", "prompt_tokens")) != 4 {
+			t.Errorf("usage %v", obj(t, raw)["usage"])
+		}
+	})
+
 	t.Run("responses_input_array", func(t *testing.T) {
 		t.Parallel()
 		up := "tx-resp"
