@@ -118,6 +118,14 @@ func TestRetries(t *testing.T) {
 	if got := g.mock.Total(); got != 2 {
 		t.Fatalf("flaky: %d upstream attempts, want 2", got)
 	}
+	// A plain 500 ("flaky-1" alone) is not retried on the same target (only
+	// connection errors, 502/503/504 and 429 are): it is passed on as 502.
+	g.alias("flaky500", "mock", "m-flaky500+flaky-1")
+	g.mock.Reset()
+	resp, raw = g.chat("flaky500")
+	if resp.StatusCode != 502 || errType(t, raw) != "provider_error" || g.mock.Total() != 1 {
+		t.Fatalf("flaky-1 (500): %d after %d attempts: %s", resp.StatusCode, g.mock.Total(), raw)
+	}
 	g.mock.Reset()
 	resp, raw = g.chatStream("broken")
 	if resp.StatusCode != 200 {
@@ -129,7 +137,7 @@ func TestRetries(t *testing.T) {
 	if got := g.mock.Total(); got != 1 {
 		t.Fatalf("break-stream: %d upstream calls, want exactly 1 (no retry after the first byte)", got)
 	}
-	rows := g.waitUsage(2, 5*time.Second)
+	rows := g.waitUsage(3, 5*time.Second)
 	for _, r := range rows {
 		if r.Model == "broken" && r.Status == 200 {
 			t.Fatalf("broken stream recorded as success: %+v", r)
