@@ -34,9 +34,10 @@ type Reader struct {
 	done    bool
 }
 
-// NewReader reads events from r.
+// NewReader reads events from r. The buffer is 4 KiB, like net/http's own:
+// every held stream pays for it, and longer lines grow a separate slice.
 func NewReader(r io.Reader) *Reader {
-	return &Reader{br: bufio.NewReaderSize(r, 16<<10)}
+	return &Reader{br: bufio.NewReaderSize(r, 4<<10)}
 }
 
 // Next returns the next event. Event.Data is only valid until the next call
