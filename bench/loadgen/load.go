@@ -40,6 +40,8 @@ type Result struct {
 	CPUms        float64 `json:"cpu_ms,omitempty"`
 	CPUusPerReq  float64 `json:"cpu_us_per_req,omitempty"`
 	RSSKiB       int64   `json:"rss_kib,omitempty"`
+	RSSAnonKiB   int64   `json:"rss_anon_kib,omitempty"`
+	RSSFileKiB   int64   `json:"rss_file_kib,omitempty"`
 	FirstError   string  `json:"first_error,omitempty"`
 	FirstNon2xx  int     `json:"first_non2xx_status,omitempty"`
 	Hold         int     `json:"hold,omitempty"`

@@ -38,13 +38,16 @@ func readCPUTicks(pid int) (int64, error) {
 }
 
 // readRSSKiB returns VmRSS of pid in KiB from /proc/PID/status.
-func readRSSKiB(pid int) (int64, error) {
+func readRSSKiB(pid int) (int64, error) { return readStatusKiB(pid, "VmRSS:") }
+
+// readStatusKiB returns one "Field:  N kB" line of /proc/PID/status.
+func readStatusKiB(pid int, field string) (int64, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0, err
 	}
 	for line := range bytes.Lines(b) {
-		if rest, ok := bytes.CutPrefix(line, []byte("VmRSS:")); ok {
+		if rest, ok := bytes.CutPrefix(line, []byte(field)); ok {
 			f := bytes.Fields(rest)
 			if len(f) == 0 {
 				break
@@ -52,7 +55,7 @@ func readRSSKiB(pid int) (int64, error) {
 			return strconv.ParseInt(string(f[0]), 10, 64)
 		}
 	}
-	return 0, errors.New("no VmRSS in /proc/PID/status")
+	return 0, fmt.Errorf("no %s in /proc/PID/status", field)
 }
 
 // cpuWindow samples a process's CPU time at the start and end of the

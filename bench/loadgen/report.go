@@ -193,9 +193,13 @@ func writeReport(w io.Writer, r results, command, goVersion string) {
 	})
 	row("stream first chunk p50 at 100 rps (ms)", func(t target) string { return added("stream", t50, t) })
 	row("stream first chunk p99 at 100 rps (ms)", func(t target) string { return added("stream", t99, t) })
-	row("idle RSS (MiB)", func(t target) string {
+	row("idle RSS, VmRSS (MiB)", func(t target) string {
 		if x := r.get(t, "idle"); x != nil && x.RSSKiB > 0 {
-			return f(float64(x.RSSKiB)/1024, 1)
+			s := f(float64(x.RSSKiB)/1024, 1)
+			if x.RSSAnonKiB > 0 || x.RSSFileKiB > 0 {
+				s += fmt.Sprintf(" (anon %.1f, file %.1f)", float64(x.RSSAnonKiB)/1024, float64(x.RSSFileKiB)/1024)
+			}
+			return s
 		}
 		return ""
 	})

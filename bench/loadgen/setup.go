@@ -159,7 +159,9 @@ func runFreeport(args []string, stdout io.Writer) error {
 	return nil
 }
 
-// runRSS prints {"rss_kib": N} for -pid.
+// runRSS prints {"rss_kib": N, "rss_anon_kib": A, "rss_file_kib": F} for
+// -pid. The split matters for a large binary: its mapped, clean text pages
+// count in VmRSS (RssFile) but are shared and reclaimable.
 func runRSS(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("rss", flag.ContinueOnError)
 	pid := fs.Int("pid", 0, "process id (required)")
@@ -170,5 +172,7 @@ func runRSS(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	return json.NewEncoder(stdout).Encode(map[string]int64{"rss_kib": kib})
+	anon, _ := readStatusKiB(*pid, "RssAnon:")
+	file, _ := readStatusKiB(*pid, "RssFile:")
+	return json.NewEncoder(stdout).Encode(map[string]int64{"rss_kib": kib, "rss_anon_kib": anon, "rss_file_kib": file})
 }
