@@ -247,7 +247,7 @@ func TestReport(t *testing.T) {
 		"| added p50 vs direct at 500 rps | ≤ 0.5 ms | +0.400 ms | PASS |",
 		"| added p99 vs direct at 500 rps | ≤ 2.0 ms | +1.500 ms | PASS |",
 		"| added stream first-chunk p50 vs direct | ≤ 1.0 ms | +0.600 ms | PASS |",
-		"| RSS per held stream (1,000 streams) | ≤ 32 KiB | 30.0 KiB (1000/1000 held) | PASS |",
+		"| RSS per held stream | ≤ 32 KiB | 30.0 KiB (1000/1000 held) | PASS |",
 		"| idle RSS | ≤ 50 MiB | 30.0 MiB (sqlite: 100 failed) | **INVALID** |",
 		"| no errors, no non-2xx | 0 | 100 of 1100 | **MISS** |",
 		"2000 (0.20× direct, 0.33× bare)",
