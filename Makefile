@@ -2,6 +2,11 @@
 SHELL := /bin/bash
 GO ?= go
 BIN := bin/gateway
+# Release build: no symbol table or DWARF (panics and pprof still symbolise
+# from the runtime's own tables), and gin without its msgpack codec, which
+# the gateway never uses. Both shrink the binary, whose pages are most of an
+# idle gateway's RSS.
+BUILD_FLAGS ?= -trimpath -tags nomsgpack -ldflags "-s -w"
 CONFIG ?= config.yaml
 TEST_TIMEOUT ?= 10m
 # PostgreSQL the tests use; they skip its variant when it is not reachable.
@@ -20,7 +25,7 @@ help: ## list the targets
 
 .PHONY: build
 build: ## build bin/gateway
-	$(GO) build -o $(BIN) .
+	$(GO) build $(BUILD_FLAGS) -o $(BIN) .
 
 .PHONY: run
 run: build ## build and start on :8080 with SQLite (gateway.db) from config.yaml

@@ -71,6 +71,10 @@ func NewHTTPClient(o HTTPOptions) *http.Client {
 		// Upstreams stream text; transparent gzip would buffer it and
 		// cost CPU for little gain on short JSON replies.
 		DisableCompression: true,
+		// Each pooled connection keeps its write buffer for life. Request
+		// headers fit in 1 KiB, and bufio writes a larger body straight
+		// through, so 4 KiB (the default) only costs memory per stream.
+		WriteBufferSize: 1 << 10,
 	}
 	return &http.Client{Transport: &transport{Transport: t, streamIdle: o.StreamIdleTimeout}}
 }

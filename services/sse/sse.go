@@ -34,10 +34,12 @@ type Reader struct {
 	done    bool
 }
 
-// NewReader reads events from r. The buffer is 4 KiB, like net/http's own:
-// every held stream pays for it, and longer lines grow a separate slice.
+// NewReader reads events from r. The buffer is 1 KiB: every held stream pays
+// for it, the upstream body below is already buffered by the transport (so a
+// small buffer costs copies, not syscalls), and a longer line grows a
+// separate slice.
 func NewReader(r io.Reader) *Reader {
-	return &Reader{br: bufio.NewReaderSize(r, 4<<10)}
+	return &Reader{br: bufio.NewReaderSize(r, 1<<10)}
 }
 
 // Next returns the next event. Event.Data is only valid until the next call

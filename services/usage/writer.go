@@ -68,7 +68,9 @@ type Writer struct {
 	m    Metrics
 	logf func(msg string, err error)
 
-	queue chan models.UsageRecord
+	// queue holds pointers: a full-size buffer of records would keep
+	// megabytes resident on an idle gateway.
+	queue chan *models.UsageRecord
 
 	// mu orders Enqueue against Close: an Enqueue that saw closed == false
 	// has registered in inflight before Close can observe it, so Close can
@@ -117,7 +119,7 @@ func NewWriter(sink Sink, o Options, m Metrics, logf func(msg string, err error)
 		o:          o,
 		m:          m,
 		logf:       logf,
-		queue:      make(chan models.UsageRecord, o.QueueSize),
+		queue:      make(chan *models.UsageRecord, o.QueueSize),
 		done:       make(chan struct{}),
 		minBackoff: minBackoff,
 		maxBackoff: maxBackoff,
@@ -146,15 +148,16 @@ func (w *Writer) Enqueue(ctx context.Context, r models.UsageRecord) error {
 
 	// Counted before the send so the writer can never decrement first.
 	w.pending.Add(1)
+	rec := &r
 	select {
-	case w.queue <- r:
+	case w.queue <- rec:
 		return nil
 	default:
 	}
 	if w.o.EnqueueWait > 0 {
 		t := time.NewTimer(w.o.EnqueueWait)
 		select {
-		case w.queue <- r:
+		case w.queue <- rec:
 			t.Stop()
 			return nil
 		case <-ctx.Done():
@@ -171,7 +174,7 @@ func (w *Writer) Enqueue(ctx context.Context, r models.UsageRecord) error {
 	w.m.QueueFull()
 	w.logf("usage queue full; request waiting for the writer", nil)
 	select {
-	case w.queue <- r:
+	case w.queue <- rec:
 		return nil
 	case <-ctx.Done():
 		w.pending.Add(-1)
@@ -231,7 +234,7 @@ func (w *Writer) run() {
 		if !ok {
 			return
 		}
-		batch = append(batch[:0], r)
+		batch = append(batch[:0], *r)
 		open := w.fill(&batch, timer)
 		if !w.write(batch) {
 			// Aborted by Close: the records stay counted in pending.
@@ -246,7 +249,7 @@ func (w *Writer) run() {
 					if !ok {
 						break
 					}
-					batch = append(batch, r)
+					batch = append(batch, *r)
 				}
 				if len(batch) == 0 {
 					return
@@ -270,7 +273,7 @@ func (w *Writer) fill(batch *[]models.UsageRecord, timer *time.Timer) bool {
 			if !ok {
 				return false
 			}
-			*batch = append(*batch, r)
+			*batch = append(*batch, *r)
 			continue
 		default:
 		}
@@ -287,7 +290,7 @@ func (w *Writer) fill(batch *[]models.UsageRecord, timer *time.Timer) bool {
 			if !ok {
 				return false
 			}
-			*batch = append(*batch, r)
+			*batch = append(*batch, *r)
 		case <-timer.C:
 			return true
 		case <-w.ctx.Done():
