@@ -116,6 +116,25 @@ func TestStoresOnBothDialects(t *testing.T) {
 			if err := s.Usage.InsertBatch(ctx, recs[:1]); err != nil { // replay: skipped
 				t.Fatal(err)
 			}
+			// Every column InsertBatch writes reads back as written.
+			full := UsageRecord{RequestID: "r-full", KeyID: "k9", ProjectID: "p9", Model: "alias-x", Provider: "prov",
+				UpstreamModel: "up-model", InputTokens: 11, OutputTokens: 22, TotalTokens: 33, Cost: 1.25, LatencyMS: 444,
+				Status: 429, ErrorType: "rate_limit_error", Stream: true, Attempts: 3, CreatedAt: day.Add(-48 * time.Hour)}
+			if err := s.Usage.InsertBatch(ctx, []UsageRecord{full}); err != nil {
+				t.Fatal(err)
+			}
+			var back UsageRecord
+			if err := db.Where("request_id = ?", "r-full").First(&back).Error; err != nil {
+				t.Fatal(err)
+			}
+			if back.ID == 0 {
+				t.Fatal("inserted record has no id")
+			}
+			back.ID = 0
+			back.CreatedAt = back.CreatedAt.UTC()
+			if back != full {
+				t.Fatalf("round trip:\n got %+v\nwant %+v", back, full)
+			}
 			sum, err := s.Usage.SumCost(ctx, "key_id", "k1", day.Add(-time.Hour))
 			if err != nil || sum != 0.5 {
 				t.Fatalf("sum %v %v", sum, err)
