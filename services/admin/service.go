@@ -150,11 +150,11 @@ func storeErr(err error, what, label string) error {
 		return apierr.Conflict(fmt.Sprintf("The %s '%s' is still used by %s: %s; change or delete them first.",
 			what, label, inUse.What, strings.Join(inUse.Names, ", ")))
 	case errors.Is(err, models.ErrNoProject):
-		return validate.Invalid(apierr.FieldError{Field: "project_id", Reason: "no project with this id"})
+		return validate.Invalid(apierr.FieldError{Field: "project_id", Reason: "must name an existing project"})
 	}
 	var mp *models.MissingProvidersError
 	if errors.As(err, &mp) {
-		return validate.Invalid(apierr.FieldError{Field: "provider", Reason: "no provider named " + strings.Join(mp.Names, ", ")})
+		return validate.Invalid(apierr.FieldError{Field: "provider", Reason: "must name an existing provider (unknown: " + strings.Join(mp.Names, ", ") + ")"})
 	}
 	return err
 }
