@@ -339,8 +339,14 @@ func TestAdminKeys(t *testing.T) {
 			t.Error("create response carries current_spend, which is not a stored field")
 		}
 		id := created["id"].(string)
-		if g := env.MustAdmin(200, "GET", "/admin/keys/"+id, nil); g["current_spend"] != 0.0 || g["key_prefix"] != full[:12] {
+		g := env.MustAdmin(200, "GET", "/admin/keys/"+id, nil)
+		if g["current_spend"] != 0.0 || g["key_prefix"] != full[:12] {
 			t.Errorf("read: %v", g)
+		}
+		// A later read shows the very timestamps the create response did
+		// (PostgreSQL keeps microseconds, so nothing finer may be returned).
+		if g["created_at"] != created["created_at"] || g["updated_at"] != created["updated_at"] {
+			t.Errorf("timestamps: create %v/%v, read %v/%v", created["created_at"], created["updated_at"], g["created_at"], g["updated_at"])
 		}
 
 		// Only the hash is stored.

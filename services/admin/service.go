@@ -161,13 +161,16 @@ func storeErr(err error, what, label string) error {
 
 func newID() string { return uuidString() }
 
-func utc(t time.Time) time.Time { return t.UTC() }
+// utc is how every stored and returned timestamp is normalised: UTC, to the
+// microsecond, the finest PostgreSQL keeps, so that what a create or update
+// returns is what later reads return on either database.
+func utc(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }
 
 func ptrUTC(t *time.Time) *time.Time {
 	if t == nil {
 		return nil
 	}
-	u := t.UTC()
+	u := utc(*t)
 	return &u
 }
 
