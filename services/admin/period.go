@@ -46,5 +46,6 @@ func (s storedSpend) CurrentSpend(ctx context.Context, scope, id, period string)
 	if scope == "project" {
 		column = "project_id"
 	}
-	return s.usage.SumCost(ctx, column, id, PeriodStart(period, s.now()))
+	spend, err := s.usage.SumCost(ctx, column, id, PeriodStart(period, s.now()))
+	return roundUSD(spend), err
 }

@@ -2,6 +2,7 @@ package admin
 
 import (
 	"context"
+	"math"
 	"time"
 
 	"github.com/llmgw/gateway/models"
@@ -84,8 +85,23 @@ func (s *Service) UsageStats(ctx context.Context, p StatsParams) (*Stats, error)
 	if err != nil {
 		return nil, err
 	}
+	for i := range res.Rows {
+		roundFigures(&res.Rows[i].StatsFigures)
+	}
+	roundFigures(&res.Totals)
 	return &Stats{
 		StartDate: start.Format(dateLayout), EndDate: end.Format(dateLayout), GroupBy: group,
 		Data: res.Rows, Totals: res.Totals,
 	}, nil
 }
+
+// roundFigures drops the binary floating-point noise of SQL sums
+// (0.012299999999999998): cost to the nano-dollar, the unit budgets count
+// in, and average latency to the microsecond.
+func roundFigures(f *models.StatsFigures) {
+	f.Cost = roundUSD(f.Cost)
+	f.AvgLatencyMS = math.Round(f.AvgLatencyMS*1e3) / 1e3
+}
+
+// roundUSD rounds an amount of dollars to the nano-dollar.
+func roundUSD(x float64) float64 { return math.Round(x*1e9) / 1e9 }
