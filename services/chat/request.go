@@ -9,12 +9,10 @@ package chat
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"slices"
 	"strconv"
 	"strings"
 
-	"github.com/llmgw/gateway/services/apierr"
 	"github.com/llmgw/gateway/services/llm"
 	"github.com/llmgw/gateway/services/wire"
 )
@@ -122,30 +120,13 @@ type wireFunction struct {
 func DecodeRequest(body []byte) (*llm.Request, error) {
 	var w wireRequest
 	var errs wire.FieldErrs
-	messagesBad := false
-	if err := json.Unmarshal(body, &w); err != nil {
-		var te *json.UnmarshalTypeError
-		if !errors.As(err, &te) {
-			return nil, apierr.InvalidRequest("Request body is not valid JSON.")
-		}
-		if te.Field == "" {
-			return nil, apierr.InvalidRequest("Request body must be a JSON object.")
-		}
-		// Only messages is a typed array of objects; find the culprits.
-		messagesBad = markMessages(body, &w)
+	typeErr, err := wire.Unmarshal(body, &w)
+	if err != nil {
+		return nil, err
 	}
-	req := &llm.Request{Format: llm.FormatChat}
-
-	switch m := w.Model; {
-	case !m.Set:
-		errs.Add("model", "is required")
-	case m.Bad:
-		errs.Add("model", "must be a string")
-	case m.V == "":
-		errs.Add("model", "must not be empty")
-	default:
-		req.Model = m.V
-	}
+	// Only messages is a typed array of objects; find the culprits.
+	messagesBad := typeErr && markMessages(body, &w)
+	req := &llm.Request{Format: llm.FormatChat, Model: errs.Model(w.Model)}
 	switch {
 	case messagesBad:
 		errs.Add("messages", "must be an array")

@@ -7,12 +7,10 @@ package messages
 
 import (
 	"encoding/json"
-	"errors"
 	"slices"
 	"strconv"
 	"strings"
 
-	"github.com/llmgw/gateway/services/apierr"
 	"github.com/llmgw/gateway/services/llm"
 	"github.com/llmgw/gateway/services/wire"
 )
@@ -120,29 +118,13 @@ type wireToolChoice struct {
 func DecodeRequest(body []byte) (*llm.Request, error) {
 	var w wireRequest
 	var errs wire.FieldErrs
-	messagesBad := false
-	if err := json.Unmarshal(body, &w); err != nil {
-		var te *json.UnmarshalTypeError
-		if !errors.As(err, &te) {
-			return nil, apierr.InvalidRequest("Request body is not valid JSON.")
-		}
-		if te.Field == "" {
-			return nil, apierr.InvalidRequest("Request body must be a JSON object.")
-		}
-		messagesBad = markMessages(body, &w)
+	typeErr, err := wire.Unmarshal(body, &w)
+	if err != nil {
+		return nil, err
 	}
-	req := &llm.Request{Format: llm.FormatMessages}
-
-	switch m := w.Model; {
-	case !m.Set:
-		errs.Add("model", "is required")
-	case m.Bad:
-		errs.Add("model", "must be a string")
-	case m.V == "":
-		errs.Add("model", "must not be empty")
-	default:
-		req.Model = m.V
-	}
+	// Only messages is a typed array of objects; find the culprits.
+	messagesBad := typeErr && markMessages(body, &w)
+	req := &llm.Request{Format: llm.FormatMessages, Model: errs.Model(w.Model)}
 	if !w.MaxTokens.Set {
 		errs.Add("max_tokens", "is required")
 	} else {

@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"crypto/rand"
 	"encoding/json"
+	"errors"
 	"reflect"
 	"strconv"
 	"strings"
@@ -91,6 +92,39 @@ type FieldErrs []apierr.FieldError
 
 func (e *FieldErrs) Add(field, reason string) {
 	*e = append(*e, apierr.FieldError{Field: field, Reason: reason})
+}
+
+// Unmarshal decodes a request body into w, a struct of Opt* fields. Broken
+// JSON or a body that is not an object is the whole request's error. A wrong
+// type inside a field is not: the Opt* fields record their own, and
+// fieldType = true tells the caller that a typed field (an array of
+// objects) failed and must be searched for the culprit.
+func Unmarshal(body []byte, w any) (fieldType bool, err error) {
+	err = json.Unmarshal(body, w)
+	if err == nil {
+		return false, nil
+	}
+	var te *json.UnmarshalTypeError
+	if !errors.As(err, &te) {
+		return false, apierr.InvalidRequest("Request body is not valid JSON.")
+	}
+	if te.Field == "" {
+		return false, apierr.InvalidRequest("Request body must be a JSON object.")
+	}
+	return true, nil
+}
+
+// Model validates the required, non-empty model field and returns it.
+func (e *FieldErrs) Model(o OptString) string {
+	switch {
+	case !o.Set:
+		e.Add("model", "is required")
+	case o.Bad:
+		e.Add("model", "must be a string")
+	case o.V == "":
+		e.Add("model", "must not be empty")
+	}
+	return o.V
 }
 
 // err renders the collected failures as one 400, or nil.
