@@ -262,11 +262,7 @@ func (s *Service) ListAliases(ctx context.Context, lp ListParams) (*List[Alias],
 	if err != nil {
 		return nil, err
 	}
-	out := &List[Alias]{Data: make([]Alias, 0, len(rows)), Total: total, Page: page.Page, PageSize: page.PageSize}
-	for i := range rows {
-		out.Data = append(out.Data, aliasView(&rows[i]))
-	}
-	return out, nil
+	return newList(rows, total, page, func(a *models.ModelAlias) (Alias, error) { return aliasView(a), nil })
 }
 
 // UpdateAlias changes the fields present in the body (alias by id or name).

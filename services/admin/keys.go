@@ -208,15 +208,7 @@ func (s *Service) ListKeys(ctx context.Context, lp ListParams) (*List[Key], erro
 	if err != nil {
 		return nil, err
 	}
-	out := &List[Key]{Data: make([]Key, 0, len(rows)), Total: total, Page: page.Page, PageSize: page.PageSize}
-	for i := range rows {
-		v, err := s.keyView(ctx, &rows[i])
-		if err != nil {
-			return nil, err
-		}
-		out.Data = append(out.Data, v)
-	}
-	return out, nil
+	return newList(rows, total, page, func(k *models.APIKey) (Key, error) { return s.keyView(ctx, k) })
 }
 
 // UpdateKey changes the fields present in the body; the key itself never changes.

@@ -114,15 +114,7 @@ func (s *Service) ListProjects(ctx context.Context, lp ListParams) (*List[Projec
 	if err != nil {
 		return nil, err
 	}
-	out := &List[Project]{Data: make([]Project, 0, len(rows)), Total: total, Page: page.Page, PageSize: page.PageSize}
-	for i := range rows {
-		v, err := s.projectView(ctx, &rows[i])
-		if err != nil {
-			return nil, err
-		}
-		out.Data = append(out.Data, v)
-	}
-	return out, nil
+	return newList(rows, total, page, func(p *models.Project) (Project, error) { return s.projectView(ctx, p) })
 }
 
 // UpdateProject changes the fields present in the body.

@@ -166,11 +166,7 @@ func (s *Service) ListProviders(ctx context.Context, lp ListParams) (*List[Provi
 	if err != nil {
 		return nil, err
 	}
-	out := &List[Provider]{Data: make([]Provider, 0, len(rows)), Total: total, Page: page.Page, PageSize: page.PageSize}
-	for i := range rows {
-		out.Data = append(out.Data, providerView(&rows[i]))
-	}
-	return out, nil
+	return newList(rows, total, page, func(p *models.Provider) (Provider, error) { return providerView(p), nil })
 }
 
 // UpdateProvider changes the fields present in the body.

@@ -80,6 +80,19 @@ type List[T any] struct {
 	PageSize int   `json:"page_size"`
 }
 
+// newList renders one page of rows through view.
+func newList[M, V any](rows []M, total int64, page models.Page, view func(*M) (V, error)) (*List[V], error) {
+	out := &List[V]{Data: make([]V, 0, len(rows)), Total: total, Page: page.Page, PageSize: page.PageSize}
+	for i := range rows {
+		v, err := view(&rows[i])
+		if err != nil {
+			return nil, err
+		}
+		out.Data = append(out.Data, v)
+	}
+	return out, nil
+}
+
 // ListParams are the raw query parameters of a list; the service parses and
 // checks them so every list answers the same 400s.
 type ListParams struct {
