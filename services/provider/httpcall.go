@@ -9,6 +9,9 @@ import (
 	"mime"
 	"net/http"
 	"strings"
+	"time"
+
+	"github.com/llmgw/gateway/services/llm"
 )
 
 // HTTP plumbing shared by the provider clients: every client does the same
@@ -67,6 +70,44 @@ func Do(ctx context.Context, hc *http.Client, c Call) (*http.Response, context.C
 		return nil, nil, err
 	}
 	return resp, cancel, nil
+}
+
+// Complete runs a non-streaming call and decodes the whole reply with
+// decode (the client's response codec).
+func Complete(ctx context.Context, hc *http.Client, c Call, decode func([]byte) (*llm.Response, error)) (*llm.Response, error) {
+	resp, cancel, err := Do(ctx, hc, c)
+	if err != nil {
+		return nil, err
+	}
+	defer cancel(nil)
+	defer resp.Body.Close()
+	b, err := ReadBody(c.Name, resp)
+	if err != nil {
+		return nil, err
+	}
+	out, err := decode(b)
+	if err != nil {
+		return nil, AsDecodeError(err)
+	}
+	return out, nil
+}
+
+// OpenStream runs a streaming call and returns its events, decoded by the
+// client's decoder. It fails before the first event when the upstream
+// answers non-2xx or not with an event stream, so the caller can still fall
+// back. idle is the longest gap between bytes (0 = none).
+func OpenStream(ctx context.Context, hc *http.Client, c Call, idle time.Duration, decoder func(io.Reader) EventDecoder) (llm.Stream, error) {
+	resp, cancel, err := Do(ctx, hc, c)
+	if err != nil {
+		return nil, err
+	}
+	if !IsEventStream(resp) {
+		err := NotEventStream(c.Name, resp)
+		resp.Body.Close()
+		cancel(nil)
+		return nil, err
+	}
+	return NewStream(resp.Request.Context(), c.Name, resp, cancel, idle, decoder), nil
 }
 
 // ReadBody reads a whole 2xx body (a non-streaming reply). Read failures are

@@ -64,21 +64,7 @@ func (c *Client) Complete(ctx context.Context, t provider.Target, req *llm.Reque
 	if err != nil {
 		return nil, err
 	}
-	resp, cancel, err := provider.Do(ctx, c.hc, call)
-	if err != nil {
-		return nil, err
-	}
-	defer cancel(nil)
-	defer resp.Body.Close()
-	b, err := provider.ReadBody(call.Name, resp)
-	if err != nil {
-		return nil, err
-	}
-	out, err := messages.DecodeResponse(b)
-	if err != nil {
-		return nil, provider.AsDecodeError(err)
-	}
-	return out, nil
+	return provider.Complete(ctx, c.hc, call, messages.DecodeResponse)
 }
 
 // Stream sends a streaming messages request; it fails before the first
@@ -93,17 +79,7 @@ func (c *Client) Stream(ctx context.Context, t provider.Target, req *llm.Request
 	if err != nil {
 		return nil, err
 	}
-	resp, cancel, err := provider.Do(ctx, c.hc, call)
-	if err != nil {
-		return nil, err
-	}
-	if !provider.IsEventStream(resp) {
-		err := provider.NotEventStream(call.Name, resp)
-		resp.Body.Close()
-		cancel(nil)
-		return nil, err
-	}
-	return provider.NewStream(resp.Request.Context(), call.Name, resp, cancel, c.idle, newDecoder), nil
+	return provider.OpenStream(ctx, c.hc, call, c.idle, newDecoder)
 }
 
 func newDecoder(r io.Reader) provider.EventDecoder { return messages.NewStreamDecoder(r) }

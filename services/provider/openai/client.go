@@ -108,21 +108,7 @@ func (c *Client) Complete(ctx context.Context, t provider.Target, req *llm.Reque
 	if err != nil {
 		return nil, err
 	}
-	resp, cancel, err := provider.Do(ctx, c.hc, call)
-	if err != nil {
-		return nil, err
-	}
-	defer cancel(nil)
-	defer resp.Body.Close()
-	b, err := provider.ReadBody(c.s.name, resp)
-	if err != nil {
-		return nil, err
-	}
-	out, err := chat.DecodeResponse(b)
-	if err != nil {
-		return nil, provider.AsDecodeError(err)
-	}
-	return out, nil
+	return provider.Complete(ctx, c.hc, call, chat.DecodeResponse)
 }
 
 // Stream sends a streaming chat completion; it fails before the first event
@@ -138,17 +124,7 @@ func (c *Client) Stream(ctx context.Context, t provider.Target, req *llm.Request
 	if err != nil {
 		return nil, err
 	}
-	resp, cancel, err := provider.Do(ctx, c.hc, call)
-	if err != nil {
-		return nil, err
-	}
-	if !provider.IsEventStream(resp) {
-		err := provider.NotEventStream(c.s.name, resp)
-		resp.Body.Close()
-		cancel(nil)
-		return nil, err
-	}
-	return provider.NewStream(resp.Request.Context(), c.s.name, resp, cancel, c.idle, newDecoder), nil
+	return provider.OpenStream(ctx, c.hc, call, c.idle, newDecoder)
 }
 
 func newDecoder(r io.Reader) provider.EventDecoder { return chat.NewStreamDecoder(r) }
