@@ -58,33 +58,7 @@ type wireMessage struct {
 }
 
 // content is a message content: a string or an array of parts.
-type content struct {
-	Set, Bad bool
-	IsString bool
-	Text     string
-	Parts    []wirePart
-}
-
-func (c *content) UnmarshalJSON(b []byte) error {
-	switch b[0] {
-	case 'n':
-		return nil
-	case '"':
-		c.Set, c.IsString = true, true
-		var s wire.OptString
-		_ = s.UnmarshalJSON(b)
-		c.Text = s.V
-		return nil
-	case '[':
-		c.Set = true
-		if err := json.Unmarshal(b, &c.Parts); err != nil {
-			c.Bad = true
-		}
-		return nil
-	}
-	c.Set, c.Bad = true, true
-	return nil
-}
+type content = wire.Content[wirePart]
 
 type wirePart struct {
 	Type     wire.OptString  `json:"type"`

@@ -50,33 +50,7 @@ type wireMessage struct {
 }
 
 // content is a message content: a string or an array of blocks.
-type content struct {
-	Set, Bad bool
-	IsString bool
-	Text     string
-	Blocks   []wireBlock
-}
-
-func (c *content) UnmarshalJSON(b []byte) error {
-	switch b[0] {
-	case 'n':
-		return nil
-	case '"':
-		c.Set, c.IsString = true, true
-		var s wire.OptString
-		_ = s.UnmarshalJSON(b)
-		c.Text = s.V
-		return nil
-	case '[':
-		c.Set = true
-		if err := json.Unmarshal(b, &c.Blocks); err != nil {
-			c.Bad = true
-		}
-		return nil
-	}
-	c.Set, c.Bad = true, true
-	return nil
-}
+type content = wire.Content[wireBlock]
 
 // wireBlock is any content block; which fields matter depends on Type.
 type wireBlock struct {
@@ -233,9 +207,9 @@ func decodeBlocks(c content, path string, errs *wire.FieldErrs, top bool) []llm.
 	if c.IsString {
 		return []llm.Block{{Type: llm.BlockText, Text: c.Text}}
 	}
-	out := make([]llm.Block, 0, len(c.Blocks))
-	for j := range c.Blocks {
-		b := &c.Blocks[j]
+	out := make([]llm.Block, 0, len(c.Parts))
+	for j := range c.Parts {
+		b := &c.Parts[j]
 		bp := path + "[" + strconv.Itoa(j) + "]"
 		switch t := b.Type.V; {
 		case t == "text":

@@ -84,6 +84,37 @@ func (o *OptBool) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// Content is a message's content: a string or an array of parts (chat) or
+// blocks (messages). Like the Opt* fields it never fails the decode: a
+// value of another type, or an array whose elements do not fit T, sets Bad.
+type Content[T any] struct {
+	Set, Bad bool
+	IsString bool
+	Text     string
+	Parts    []T
+}
+
+func (c *Content[T]) UnmarshalJSON(b []byte) error {
+	switch b[0] {
+	case 'n':
+		return nil
+	case '"':
+		c.Set, c.IsString = true, true
+		var s OptString
+		_ = s.UnmarshalJSON(b)
+		c.Text = s.V
+		return nil
+	case '[':
+		c.Set = true
+		if err := json.Unmarshal(b, &c.Parts); err != nil {
+			c.Bad = true
+		}
+		return nil
+	}
+	c.Set, c.Bad = true, true
+	return nil
+}
+
 // IsNull reports whether raw is absent or the JSON literal null.
 func IsNull(raw json.RawMessage) bool { return len(raw) == 0 || raw[0] == 'n' }
 
