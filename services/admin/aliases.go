@@ -209,7 +209,7 @@ func (s *Service) checkRouting(ctx context.Context, a *models.ModelAlias) error 
 			known[n.provider] = ok
 		}
 		if !ok {
-			f.add(n.field, "must name an existing provider (unknown: " + n.provider + ")")
+			f.add(n.field, "must name an existing provider (unknown: "+n.provider+")")
 		}
 	}
 	return validate.Fields(f)
