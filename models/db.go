@@ -42,10 +42,8 @@ func Open(cfg config.DatabaseConfig) (*gorm.DB, error) {
 		return nil, fmt.Errorf("models: unknown database driver %q (want sqlite or postgres)", cfg.Driver)
 	}
 	db, err := gorm.Open(dial, &gorm.Config{
-		Logger: logger.Discard,
-		// Microseconds: PostgreSQL keeps no more, so a create response and
-		// a later read of the same row show the same timestamp.
-		NowFunc:                func() time.Time { return time.Now().UTC().Truncate(time.Microsecond) },
+		Logger:                 logger.Discard,
+		NowFunc:                func() time.Time { return time.Now().UTC() },
 		SkipDefaultTransaction: true, // stores open their own transactions where it matters
 		TranslateError:         true,
 	})

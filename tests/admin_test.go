@@ -403,6 +403,9 @@ func TestAdminKeys(t *testing.T) {
 		if _, ok := up["key"]; ok {
 			t.Fatal("update returns the key")
 		}
+		if g := env.MustAdmin(200, "GET", "/admin/keys/"+id, nil); g["updated_at"] != up["updated_at"] || g["created_at"] != created["created_at"] {
+			t.Errorf("timestamps after update: put %v, read %v/%v", up["updated_at"], g["created_at"], g["updated_at"])
+		}
 		if l := env.MustAdmin(200, "GET", "/admin/keys?project_id="+proj, nil); l["total"] != 1.0 {
 			t.Fatalf("project filter: %v", l)
 		}
