@@ -14,6 +14,7 @@ import (
 
 	"github.com/llmgw/gateway/services/apierr"
 	"github.com/llmgw/gateway/services/llm"
+	"github.com/llmgw/gateway/services/wire"
 )
 
 // Bodies here are small and off the hot path of the two big formats, so the
@@ -30,20 +31,15 @@ func DecodeRequest(body []byte) (*llm.Request, error) {
 	if err := json.Unmarshal(body, &top); err != nil || top == nil {
 		return nil, apierr.InvalidRequest("Request body must be a JSON object.")
 	}
-	var errs []apierr.FieldError
-	add := func(field, reason string) { errs = append(errs, apierr.FieldError{Field: field, Reason: reason}) }
-	req := &llm.Request{Format: llm.FormatResponses}
+	var errs wire.FieldErrs
+	add := errs.Add
+	var model wire.OptString
+	if raw := top["model"]; len(raw) > 0 {
+		_ = model.UnmarshalJSON(raw)
+	}
+	req := &llm.Request{Format: llm.FormatResponses, Model: errs.Model(model)}
 	var system []string
 
-	if s, ok := str(top["model"]); !present(top["model"]) {
-		add("model", "is required")
-	} else if !ok {
-		add("model", "must be a string")
-	} else if s == "" {
-		add("model", "must not be empty")
-	} else {
-		req.Model = s
-	}
 	if raw := top["instructions"]; present(raw) {
 		if s, ok := str(raw); !ok {
 			add("instructions", "must be a string")
@@ -97,12 +93,8 @@ func DecodeRequest(body []byte) (*llm.Request, error) {
 			add("stream", "is not supported on /v1/responses")
 		}
 	}
-	if len(errs) > 0 {
-		msg := "Invalid request: " + errs[0].Field + " " + errs[0].Reason + "."
-		if len(errs) > 1 {
-			msg = "Invalid request: " + errs[0].Field + " " + errs[0].Reason + " (and " + strconv.Itoa(len(errs)-1) + " more invalid fields)."
-		}
-		return nil, apierr.InvalidRequest(msg, errs...)
+	if err := errs.Err(); err != nil {
+		return nil, err
 	}
 	for k, v := range top {
 		switch k {

@@ -63,6 +63,8 @@ func TestDecodeRequestErrors(t *testing.T) {
 		{"items", `{"model":"m","input":[1,{"role":"tool","content":"x"},{"role":"user"},{"role":"user","content":[{"type":"input_image"}]},{"type":"function_call"}]}`, "",
 			[]apierr.FieldError{fe("input[0]", "must be an object"), fe("input[1].role", "must be one of user, assistant, system, developer"),
 				fe("input[2].content", "is required"), fe("input[3].content[0].type", "must be one of input_text, output_text, text"), fe("input[4].type", "must be message")}},
+		{"null model", `{"model":null,"input":"x"}`, "Invalid request: model is required.", []apierr.FieldError{fe("model", "is required")}},
+		{"empty model", `{"model":"","input":"x"}`, "Invalid request: model must not be empty.", []apierr.FieldError{fe("model", "must not be empty")}},
 		{"empty input", `{"model":"m","input":""}`, "", []apierr.FieldError{fe("input", "must not be empty")}},
 		{"empty array", `{"model":"m","input":[]}`, "", []apierr.FieldError{fe("input", "must not be empty")}},
 	}
