@@ -12,14 +12,19 @@ import (
 // UsageStore persists usage records and answers the statistics queries.
 type UsageStore struct{ db *gorm.DB }
 
+// usageInsertColumns are the columns InsertBatch writes, in the order
+// usageInsertArgs appends the values.
+var usageInsertColumns = []string{"request_id", "key_id", "project_id", "model", "provider", "upstream_model",
+	"input_tokens", "output_tokens", "total_tokens", "cost", "latency_ms", "status", "error_type", "stream", "attempts", "created_at"}
+
 // insertChunk keeps one INSERT well under SQLite's and PostgreSQL's bound
 // parameter limits (16 columns × 200 rows).
 const insertChunk = 200
 
-// usageInsertColumns are the columns InsertBatch writes, in the order
-// usageInsertArgs appends the values.
-const usageInsertColumns = "request_id, key_id, project_id, model, provider, upstream_model, " +
-	"input_tokens, output_tokens, total_tokens, cost, latency_ms, status, error_type, stream, attempts, created_at"
+var (
+	usageInsertHead = "INSERT INTO usage_records (" + strings.Join(usageInsertColumns, ", ") + ") VALUES "
+	usageInsertRow  = "(" + strings.Repeat("?,", len(usageInsertColumns)-1) + "?)"
+)
 
 func usageInsertArgs(args []any, r *UsageRecord) []any {
 	return append(args, r.RequestID, r.KeyID, r.ProjectID, r.Model, r.Provider, r.UpstreamModel,
@@ -41,17 +46,17 @@ func (s *UsageStore) InsertBatch(ctx context.Context, recs []UsageRecord) error 
 	now := time.Now()
 	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		var sql strings.Builder
-		args := make([]any, 0, 16*min(len(recs), insertChunk))
+		args := make([]any, 0, len(usageInsertColumns)*min(len(recs), insertChunk))
 		for start := 0; start < len(recs); start += insertChunk {
 			chunk := recs[start:min(start+insertChunk, len(recs))]
 			sql.Reset()
-			sql.WriteString("INSERT INTO usage_records (" + usageInsertColumns + ") VALUES ")
+			sql.WriteString(usageInsertHead)
 			args = args[:0]
 			for i := range chunk {
 				if i > 0 {
 					sql.WriteByte(',')
 				}
-				sql.WriteString("(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
+				sql.WriteString(usageInsertRow)
 				r := &chunk[i]
 				if r.CreatedAt.IsZero() {
 					r.CreatedAt = now
