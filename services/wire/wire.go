@@ -128,9 +128,9 @@ func (e *FieldErrs) Add(field, reason string) {
 // Unmarshal decodes a request body into w, a struct of Opt* fields. Broken
 // JSON or a body that is not an object is the whole request's error. A wrong
 // type inside a field is not: the Opt* fields record their own, and
-// fieldType = true tells the caller that a typed field (an array of
-// objects) failed and must be searched for the culprit.
-func Unmarshal(body []byte, w any) (fieldType bool, err error) {
+// typeErr = true tells the caller that a typed field (an array of objects)
+// failed and must be searched for the culprit.
+func Unmarshal(body []byte, w any) (typeErr bool, err error) {
 	err = json.Unmarshal(body, w)
 	if err == nil {
 		return false, nil
