@@ -68,8 +68,8 @@ type Writer struct {
 	m    Metrics
 	logf func(msg string, err error)
 
-	// queue holds pointers: a full-size buffer of records would keep
-	// megabytes resident on an idle gateway.
+	// queue holds pointers (from recordPool): a full-size buffer of records
+	// would keep megabytes resident on an idle gateway.
 	queue chan *models.UsageRecord
 
 	// mu orders Enqueue against Close: an Enqueue that saw closed == false
@@ -126,6 +126,17 @@ func NewWriter(sink Sink, o Options, m Metrics, logf func(msg string, err error)
 	}
 }
 
+// recordPool recycles the queue's records, so that enqueueing stays free of
+// allocation on the request path.
+var recordPool = sync.Pool{New: func() any { return new(models.UsageRecord) }}
+
+// take copies a queued record out and recycles it.
+func take(r *models.UsageRecord) models.UsageRecord {
+	v := *r
+	recordPool.Put(r)
+	return v
+}
+
 // Start launches the writer goroutine. Calling it again is a no-op.
 func (w *Writer) Start() {
 	w.startOnce.Do(func() { go w.run() })
@@ -148,7 +159,8 @@ func (w *Writer) Enqueue(ctx context.Context, r models.UsageRecord) error {
 
 	// Counted before the send so the writer can never decrement first.
 	w.pending.Add(1)
-	rec := &r
+	rec := recordPool.Get().(*models.UsageRecord)
+	*rec = r
 	select {
 	case w.queue <- rec:
 		return nil
@@ -234,7 +246,7 @@ func (w *Writer) run() {
 		if !ok {
 			return
 		}
-		batch = append(batch[:0], *r)
+		batch = append(batch[:0], take(r))
 		open := w.fill(&batch, timer)
 		if !w.write(batch) {
 			// Aborted by Close: the records stay counted in pending.
@@ -249,7 +261,7 @@ func (w *Writer) run() {
 					if !ok {
 						break
 					}
-					batch = append(batch, *r)
+					batch = append(batch, take(r))
 				}
 				if len(batch) == 0 {
 					return
@@ -273,7 +285,7 @@ func (w *Writer) fill(batch *[]models.UsageRecord, timer *time.Timer) bool {
 			if !ok {
 				return false
 			}
-			*batch = append(*batch, *r)
+			*batch = append(*batch, take(r))
 			continue
 		default:
 		}
@@ -290,7 +302,7 @@ func (w *Writer) fill(batch *[]models.UsageRecord, timer *time.Timer) bool {
 			if !ok {
 				return false
 			}
-			*batch = append(*batch, *r)
+			*batch = append(*batch, take(r))
 		case <-timer.C:
 			return true
 		case <-w.ctx.Done():
