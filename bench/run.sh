@@ -41,8 +41,8 @@ die() { printf 'bench: %s\n' "$*" >&2; exit 1; }
 # ---------------------------------------------------------------- build
 log "building bin/gateway, bin/mockupstream, bin/loadgen, bin/bareproxy"
 mkdir -p "$BIN"
-# The same flags as `make build` (see the Makefile).
-go build -trimpath -tags nomsgpack -ldflags "-s -w" -o "$BIN/gateway" . || die "go build . failed"
+# The gateway as `make build` builds it (release flags live in the Makefile).
+make -s build || die "make build failed"
 go build -o "$BIN/mockupstream" ./cmd/mockupstream || die "go build ./cmd/mockupstream failed"
 go build -o "$BIN/loadgen" ./bench/loadgen
 go build -o "$BIN/bareproxy" ./bench/bareproxy
