@@ -12,16 +12,19 @@ import (
 
 // Failover fronts the shared (Redis) tracker. When the primary fails it
 // either tracks budgets per process with a MemoryTracker (failOpen) or
-// refuses with 503. failover.State probes a primary that is down and reports
-// each change of state once.
+// refuses with 503. Its state probes a primary that is down and reports each
+// change of state once.
 type Failover struct {
-	*failover.State
+	state    *failover.State
 	primary  Tracker
 	local    *MemoryTracker
 	failOpen bool
 }
 
 var _ Tracker = (*Failover)(nil)
+
+// Up reports whether the primary is in use.
+func (f *Failover) Up() bool { return f.state.Up() }
 
 // NewFailover wraps primary. local should share the primary's SpendLoader so
 // the fallback starts from the usage table; nil makes one without a loader.
@@ -30,7 +33,7 @@ func NewFailover(primary Tracker, local *MemoryTracker, failOpen bool, onState f
 	if local == nil {
 		local = NewMemory(nil, clock)
 	}
-	return &Failover{State: failover.New(isOutage, onState, clock), primary: primary, local: local, failOpen: failOpen}
+	return &Failover{state: failover.New(isOutage, onState, clock), primary: primary, local: local, failOpen: failOpen}
 }
 
 // isOutage tells a store failure from an answer: a 402, a duplicate id or a
@@ -48,9 +51,9 @@ func unavailable(err error) error {
 // Reserve implements Tracker.
 func (f *Failover) Reserve(ctx context.Context, requestID string, scopes []Scope, estimate float64) error {
 	var perr error
-	if f.UseStore() {
+	if f.state.UseStore() {
 		err := f.primary.Reserve(ctx, requestID, scopes, estimate)
-		if !f.Observe(err) {
+		if !f.state.Observe(err) {
 			return err
 		}
 		perr = err
@@ -72,16 +75,16 @@ func (f *Failover) Settle(ctx context.Context, requestID string, actual float64)
 		return fmt.Errorf("budget: store down, cost of request %s not charged to its budget", requestID)
 	}
 	err := f.primary.Settle(ctx, requestID, actual)
-	f.Observe(err)
+	f.state.Observe(err)
 	return err
 }
 
 // Spend implements Tracker.
 func (f *Failover) Spend(ctx context.Context, kind, id string, p Period) (float64, error) {
 	var perr error
-	if f.UseStore() {
+	if f.state.UseStore() {
 		v, err := f.primary.Spend(ctx, kind, id, p)
-		if !f.Observe(err) {
+		if !f.state.Observe(err) {
 			return v, err
 		}
 		perr = err

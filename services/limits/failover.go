@@ -12,16 +12,19 @@ import (
 // Failover fronts the shared (Redis) limiter. When the primary fails it
 // either limits per process with an in-memory limiter (failOpen: limits stay
 // roughly right and traffic flows) or refuses with 503 (limits are never
-// overshot). failover.State probes a primary that is down and reports each
-// change of state once.
+// overshot). Its state probes a primary that is down and reports each change
+// of state once.
 type Failover struct {
-	*failover.State
+	state    *failover.State
 	primary  Limiter
 	local    *Memory
 	failOpen bool
 }
 
 var _ Limiter = (*Failover)(nil)
+
+// Up reports whether the primary is in use.
+func (f *Failover) Up() bool { return f.state.Up() }
 
 // FailoverLimiter is the name the design notes use for Failover.
 type FailoverLimiter = Failover
@@ -32,7 +35,7 @@ func NewFailover(primary Limiter, local *Memory, failOpen bool, onState func(up 
 	if local == nil {
 		local = NewMemory(clock)
 	}
-	return &Failover{State: failover.New(isOutage, onState, clock), primary: primary, local: local, failOpen: failOpen}
+	return &Failover{state: failover.New(isOutage, onState, clock), primary: primary, local: local, failOpen: failOpen}
 }
 
 // isOutage tells a store failure from an answer: a duplicate id is an answer.
@@ -45,9 +48,9 @@ func unavailable(err error) error {
 // Reserve implements Limiter.
 func (f *Failover) Reserve(ctx context.Context, id string, rules []Rule, tokens int64) (Reservation, []Status, *Denial, error) {
 	var perr error
-	if f.UseStore() {
+	if f.state.UseStore() {
 		r, st, d, err := f.primary.Reserve(ctx, id, rules, tokens)
-		if !f.Observe(err) {
+		if !f.state.Observe(err) {
 			return r, st, d, err
 		}
 		perr = err
@@ -63,9 +66,9 @@ func (f *Failover) Reserve(ctx context.Context, id string, rules []Rule, tokens 
 // Peek implements Limiter.
 func (f *Failover) Peek(ctx context.Context, rules []Rule, tokens int64) (*Denial, error) {
 	var perr error
-	if f.UseStore() {
+	if f.state.UseStore() {
 		d, err := f.primary.Peek(ctx, rules, tokens)
-		if !f.Observe(err) {
+		if !f.state.Observe(err) {
 			return d, err
 		}
 		perr = err
@@ -86,7 +89,7 @@ func (f *Failover) Settle(ctx context.Context, r Reservation, actualTokens int64
 		return nil
 	}
 	err := f.primary.Settle(ctx, r, actualTokens)
-	f.Observe(err)
+	f.state.Observe(err)
 	return err
 }
 
@@ -99,6 +102,6 @@ func (f *Failover) Release(ctx context.Context, r Reservation) error {
 		return nil
 	}
 	err := f.primary.Release(ctx, r)
-	f.Observe(err)
+	f.state.Observe(err)
 	return err
 }
